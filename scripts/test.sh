@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Runs every test suite. On a fresh Debian 12 machine (as root) it first installs what it needs.
+# Usage: scripts/test.sh [--no-install] [--no-asan]
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+install=1 asan=1
+for a in "$@"; do
+	case "$a" in
+	--no-install) install=0 ;;
+	--no-asan) asan=0 ;;
+	*) echo "test.sh: unknown argument '$a'" >&2; exit 2 ;;
+	esac
+done
+
+. scripts/lib/deps.sh
+[ "$install" = 1 ] && mr_install_deps
+
+echo "== build (release, -Werror) =="
+meson setup build --wipe >/dev/null 2>&1 || meson setup build
+ninja -C build
+echo "== unit + simulation tests =="
+meson test -C build --print-errorlogs --num-processes 2 --suite unit --suite sim --suite tools
+
+if [ "$asan" = 1 ]; then
+	echo "== unit + simulation tests under ASan+UBSan =="
+	meson setup build-asan -Dsanitizers=true -Db_lundef=false --wipe >/dev/null 2>&1 ||
+		meson setup build-asan -Dsanitizers=true -Db_lundef=false
+	ninja -C build-asan
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		meson test -C build-asan --print-errorlogs --num-processes 2 --suite unit --suite sim --suite tools
+fi
+echo "== all suites passed =="

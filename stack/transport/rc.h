@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT
+ * I/O-free InfiniBand RC transport (IBA ch. 9.7 / Annex A17): the transport core shared by unit
+ * tests, the simulator and the DPDK engine. No DPDK include, no sockets, no clock: every entry
+ * point takes `now` (nanoseconds, any monotonic origin); callers ask for the next timer expiry.
+ *
+ * Threading: a struct mr_ctx and everything created from it belong to one thread (one engine
+ * lcore). No locks.
+ *
+ * Errors: functions returning int return 0 (or a count) on success and a negative errno.
+ */
+#ifndef MR_TRANSPORT_RC_H
+#define MR_TRANSPORT_RC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "metaroce/types.h"
+#include "../wire/roce_pkt.h"
+
+struct mr_ctx;
+struct mr_pd;
+struct mr_memreg;
+struct mr_cq;
+struct mr_qp;
+
+struct mr_ctx_params {
+	uint32_t max_qp;      /* QPNs handed out from first_qpn upward */
+	uint32_t first_qpn;   /* >= 2: QP0/QP1 are reserved (IBA 10.2.4) */
+	uint32_t max_mr;
+	uint64_t seed;        /* for initial PSNs / keys; deterministic for tests */
+};
+
+struct mr_ctx *mr_ctx_create(const struct mr_ctx_params *p); /* NULL + errno on failure */
+void mr_ctx_destroy(struct mr_ctx *ctx);
+
+/* ---- protection domains and memory regions (IBA 10.6) ---- */
+struct mr_pd *mr_pd_alloc(struct mr_ctx *ctx);
+int mr_pd_free(struct mr_pd *pd); /* -EBUSY while MRs or QPs use it */
+
+/* Register [host, host+len) which peers and SGEs address as [iova, iova+len).
+ * access: enum mr_access_flags. REMOTE_WRITE/REMOTE_ATOMIC require LOCAL_WRITE (IBA 10.6.3.1). */
+struct mr_memreg *mr_reg(struct mr_pd *pd, void *host, uint64_t iova, uint64_t len,
+			 uint32_t access);
+int mr_dereg(struct mr_memreg *mr);
+uint32_t mr_memreg_lkey(const struct mr_memreg *mr);
+uint32_t mr_memreg_rkey(const struct mr_memreg *mr);
+
+/* ---- completion queues ---- */
+struct mr_cq *mr_cq_create(struct mr_ctx *ctx, uint32_t depth);
+int mr_cq_destroy(struct mr_cq *cq);
+/* Returns the number of completions written to wc (0..n). */
+int mr_cq_poll(struct mr_cq *cq, int n, struct mr_wc *wc);
+
+/* ---- queue pairs ---- */
+struct mr_qp_init_attr {
+	struct mr_pd *pd;
+	struct mr_cq *send_cq;
+	struct mr_cq *recv_cq;
+	uint32_t max_send_wr;
+	uint32_t max_recv_wr;
+	uint32_t max_inline_data;
+	bool sq_sig_all;
+};
+
+enum mr_qp_attr_mask {
+	MR_QP_STATE = 1 << 0,
+	MR_QP_ACCESS_FLAGS = 1 << 1,
+	MR_QP_PKEY_INDEX = 1 << 2,
+	MR_QP_PATH = 1 << 3,        /* address vector: struct mr_path */
+	MR_QP_PATH_MTU = 1 << 4,
+	MR_QP_DEST_QPN = 1 << 5,
+	MR_QP_RQ_PSN = 1 << 6,
+	MR_QP_MAX_DEST_RD_ATOMIC = 1 << 7,
+	MR_QP_MIN_RNR_TIMER = 1 << 8,
+	MR_QP_SQ_PSN = 1 << 9,
+	MR_QP_TIMEOUT = 1 << 10,
+	MR_QP_RETRY_CNT = 1 << 11,
+	MR_QP_RNR_RETRY = 1 << 12,
+	MR_QP_MAX_QP_RD_ATOMIC = 1 << 13,
+};
+
+struct mr_qp_attr {
+	enum mr_qp_state qp_state;
+	uint32_t qp_access_flags;  /* remote access the responder grants (enum mr_access_flags) */
+	uint16_t pkey_index;
+	struct mr_path path;
+	uint32_t path_mtu;         /* bytes: 256, 512, 1024, 2048, 4096 */
+	uint32_t dest_qp_num;
+	uint32_t rq_psn;
+	uint32_t sq_psn;
+	uint8_t max_dest_rd_atomic;
+	uint8_t max_rd_atomic;
+	uint8_t min_rnr_timer;     /* IBA table 45 code, 0..31 */
+	uint8_t timeout;           /* local ACK timeout 4.096 us * 2^timeout, 0 = infinite (C9-141) */
+	uint8_t retry_cnt;         /* 0..7 */
+	uint8_t rnr_retry;         /* 0..7, 7 = infinite (IBA 9.7.5.2.8) */
+};
+
+struct mr_qp *mr_qp_create(struct mr_ctx *ctx, const struct mr_qp_init_attr *init);
+int mr_qp_destroy(struct mr_qp *qp);
+uint32_t mr_qp_num(const struct mr_qp *qp);
+/* Applies a verbs-style state transition (IBA 10.3.1, ibv_modify_qp rules): the mask must carry
+ * exactly the attributes required for the transition and only the optional ones it allows,
+ * else -EINVAL. Entering ERR flushes every outstanding WR with MR_WC_WR_FLUSH_ERR. */
+int mr_qp_modify(struct mr_qp *qp, const struct mr_qp_attr *attr, uint32_t mask);
+int mr_qp_query(const struct mr_qp *qp, struct mr_qp_attr *attr);
+enum mr_qp_state mr_qp_state(const struct mr_qp *qp);
+
+/* Post one work request. -EINVAL for a bad WR (opcode, sge count, inline too long, atomic not
+ * 8-byte aligned), -ENOMEM when the queue is full, -EINVAL in a state that forbids posting. */
+int mr_post_send(struct mr_qp *qp, const struct mr_send_wr *wr);
+int mr_post_recv(struct mr_qp *qp, const struct mr_recv_wr *wr);
+
+/* ---- the I/O-free engine interface (ngtcp2 style) ---- */
+
+/* One packet to send. Payload is gathered from iov by mr_frame_build(); the pointers stay valid
+ * until the next call into this ctx. */
+struct mr_tx_pkt {
+	const struct mr_path *path;
+	struct mr_roce_hdrs hdr;
+	struct mr_iov iov[MR_MAX_SGE + 1];
+	unsigned int niov;
+	uint32_t paylen;
+};
+
+/* Hand a parsed, ICRC-checked packet to the transport; it is dispatched by destination QPN.
+ * Packets for unknown QPs or in wrong states are counted and dropped. */
+void mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now);
+/* Produce the next packet to send, if any: returns 1 and fills out, or 0. Responses and ACKs
+ * go before new requests; QPs are served round-robin. */
+int mr_ctx_tx(struct mr_ctx *ctx, uint64_t now, struct mr_tx_pkt *out);
+/* Earliest pending timer (ACK timeout, RNR timer, coalesced-ACK flush), or UINT64_MAX. */
+uint64_t mr_ctx_next_expiry(const struct mr_ctx *ctx);
+/* Run every timer that expired at or before now. */
+void mr_ctx_on_timer(struct mr_ctx *ctx, uint64_t now);
+
+/* ---- counters (rdma-stat style); all monotonically increasing ---- */
+struct mr_qp_stats {
+	uint64_t tx_pkts, rx_pkts, tx_bytes, rx_bytes;
+	uint64_t retransmits;          /* request packets sent again (go-back-N) */
+	uint64_t timeouts;             /* local ACK timeouts */
+	uint64_t seq_naks_sent, seq_naks_rcvd;
+	uint64_t rnr_naks_sent, rnr_naks_rcvd;
+	uint64_t rem_access_naks_sent, rem_access_naks_rcvd;
+	uint64_t inv_req_naks_sent, inv_req_naks_rcvd;
+	uint64_t duplicate_requests;   /* responder saw PSN < ePSN */
+	uint64_t out_of_sequence;      /* responder saw PSN > ePSN */
+	uint64_t acks_sent, acks_rcvd;
+	uint64_t implied_naks;         /* READ/atomic responses that imply loss of earlier ACKs */
+	uint64_t dropped;              /* packets discarded (bad state, bad opcode for QP, ...) */
+};
+int mr_qp_get_stats(const struct mr_qp *qp, struct mr_qp_stats *st);
+
+struct mr_ctx_stats {
+	uint64_t rx_unknown_qp;
+	uint64_t rx_dropped;
+};
+void mr_ctx_get_stats(const struct mr_ctx *ctx, struct mr_ctx_stats *st);
+
+/* Ns per IBA timeout code: 4.096 us * 2^t (IBA 9.7.6.1.3, C9-141); 0 means infinite. */
+static inline uint64_t mr_ack_timeout_ns(uint8_t t)
+{
+	return t == 0 ? UINT64_MAX : 4096ull << (t > 31 ? 31 : t);
+}
+
+#endif
