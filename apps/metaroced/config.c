@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: MIT
+ * metaroced configuration parser. Format: "[section]" lines, "key = value" lines, '#' comments.
+ * Unknown sections/keys, duplicate keys and bad values are errors that name file:line and field.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void mr_config_defaults(struct mr_daemon_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->mtu = 1500;
+	cfg->ib_mtu = mr_config_ib_mtu(cfg->mtu);
+	cfg->pcp = 3;
+	cfg->dscp = 26;     /* common ConnectX RoCE deployment choice */
+	cfg->cnp_dscp = 48; /* CNPs at priority 6 */
+	cfg->ecn = true;
+	cfg->udp_sport_base = 0xc000; /* A17.3.3 leaves the source port to the sender */
+	cfg->lcores[0] = 0;
+	cfg->n_lcores = 1;
+	cfg->idle_sleep_us = 0;
+	cfg->max_qp = 1024;
+	cfg->max_mr = 4096;
+	cfg->max_cq = 1024;
+	cfg->max_sessions = 64;
+	snprintf(cfg->socket_path, sizeof(cfg->socket_path), "/run/metaroce/metaroced.sock");
+	cfg->pcap_max_bytes = 256ull << 20;
+}
+
+uint32_t mr_config_ib_mtu(uint32_t eth_mtu)
+{
+	/* IPv6 (40) + UDP (8) + BTH (12) + RETH+ImmDt (20) + ICRC (4) must fit around the payload. */
+	static const uint32_t ib_mtus[] = {4096, 2048, 1024, 512, 256};
+	for (size_t i = 0; i < sizeof(ib_mtus) / sizeof(ib_mtus[0]); i++)
+		if (ib_mtus[i] + 84 <= eth_mtu)
+			return ib_mtus[i];
+	return 0;
+}
+
+struct parse_state {
+	const char *name;
+	unsigned int line;
+	char section[32];
+	char *err;
+	size_t errlen;
+	char seen[64][64]; /* "section.key" already set, to reject duplicates */
+	unsigned int nseen;
+};
+
+static int fail(struct parse_state *ps, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(struct parse_state *ps, const char *field, const char *fmt, ...)
+{
+	char msg[384];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (field)
+		snprintf(ps->err, ps->errlen, "%s:%u: %s.%s: %s", ps->name, ps->line, ps->section,
+			 field, msg);
+	else
+		snprintf(ps->err, ps->errlen, "%s:%u: %s", ps->name, ps->line, msg);
+	return -EINVAL;
+}
+
+static int get_uint(struct parse_state *ps, const char *key, const char *v, uint64_t lo,
+		    uint64_t hi, uint64_t *out)
+{
+	char *end;
+
+	errno = 0;
+	if (!isdigit((unsigned char)v[0]))
+		return fail(ps, key, "'%s' is not an integer in [%llu, %llu]", v,
+			    (unsigned long long)lo, (unsigned long long)hi);
+	unsigned long long x = strtoull(v, &end, 0);
+	if (errno || *end || x < lo || x > hi)
+		return fail(ps, key, "'%s' is not an integer in [%llu, %llu]", v,
+			    (unsigned long long)lo, (unsigned long long)hi);
+	*out = x;
+	return 0;
+}
+
+static int get_bool(struct parse_state *ps, const char *key, const char *v, bool *out)
+{
+	if (!strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1"))
+		*out = true;
+	else if (!strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "0"))
+		*out = false;
+	else
+		return fail(ps, key, "'%s' is not a boolean (true/false)", v);
+	return 0;
+}
+
+static int get_str(struct parse_state *ps, const char *key, const char *v, char *out, size_t cap)
+{
+	if (strlen(v) >= cap)
+		return fail(ps, key, "value longer than %zu characters", cap - 1);
+	memcpy(out, v, strlen(v) + 1);
+	return 0;
+}
+
+static int get_mac(struct parse_state *ps, const char *key, const char *v, uint8_t mac[6])
+{
+	unsigned int b[6];
+	char tail;
+
+	if (sscanf(v, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
+		   &tail) != 6)
+		return fail(ps, key, "'%s' is not a MAC address (aa:bb:cc:dd:ee:ff)", v);
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)b[i];
+	return 0;
+}
+
+static int get_lcores(struct parse_state *ps, const char *key, const char *v,
+		      struct mr_daemon_config *cfg)
+{
+	char buf[256];
+	char *save = NULL;
+	unsigned int n = 0;
+
+	if (get_str(ps, key, v, buf, sizeof(buf)))
+		return -EINVAL;
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		uint64_t x;
+		while (isspace((unsigned char)*tok))
+			tok++;
+		if (n == MR_CFG_MAX_LCORES)
+			return fail(ps, key, "more than %d lcores", MR_CFG_MAX_LCORES);
+		if (get_uint(ps, key, tok, 0, 1023, &x))
+			return -EINVAL;
+		for (unsigned int i = 0; i < n; i++)
+			if (cfg->lcores[i] == x)
+				return fail(ps, key, "lcore %llu listed twice", (unsigned long long)x);
+		cfg->lcores[n++] = (uint32_t)x;
+	}
+	if (n == 0)
+		return fail(ps, key, "needs at least one lcore");
+	cfg->n_lcores = n;
+	return 0;
+}
+
+static int set_key(struct parse_state *ps, struct mr_daemon_config *cfg, const char *key,
+		   const char *v)
+{
+	const char *s = ps->section;
+	uint64_t x;
+	int rc;
+
+#define UINT_FIELD(sec, name, lo, hi, dst)                                                       \
+	if (!strcmp(s, sec) && !strcmp(key, name)) {                                             \
+		if ((rc = get_uint(ps, key, v, lo, hi, &x)))                                     \
+			return rc;                                                               \
+		dst = x;                                                                         \
+		return 0;                                                                        \
+	}
+	UINT_FIELD("port", "port_id", 0, 1023, cfg->port_id)
+	UINT_FIELD("port", "mtu", 576, 9216, cfg->mtu)
+	UINT_FIELD("port", "vlan", 0, 4094, cfg->vlan)
+	UINT_FIELD("port", "pcp", 0, 7, cfg->pcp)
+	UINT_FIELD("roce", "dscp", 0, 63, cfg->dscp)
+	UINT_FIELD("roce", "cnp_dscp", 0, 63, cfg->cnp_dscp)
+	UINT_FIELD("roce", "udp_sport_base", 1024, 65535 - 256, cfg->udp_sport_base)
+	UINT_FIELD("engine", "idle_sleep_us", 0, 1000000, cfg->idle_sleep_us)
+	UINT_FIELD("limits", "max_qp", 1, 1u << 20, cfg->max_qp)
+	UINT_FIELD("limits", "max_mr", 1, 1u << 22, cfg->max_mr)
+	UINT_FIELD("limits", "max_cq", 1, 1u << 20, cfg->max_cq)
+	UINT_FIELD("limits", "max_sessions", 1, 4096, cfg->max_sessions)
+	UINT_FIELD("pcap", "max_bytes", 4096, 1ull << 40, cfg->pcap_max_bytes)
+#undef UINT_FIELD
+	if (!strcmp(s, "port") && !strcmp(key, "eal_args"))
+		return get_str(ps, key, v, cfg->eal_args, sizeof(cfg->eal_args));
+	if (!strcmp(s, "port") && !strcmp(key, "ipv4")) {
+		if (inet_pton(AF_INET, v, cfg->ipv4) != 1)
+			return fail(ps, key, "'%s' is not an IPv4 address", v);
+		cfg->has_ipv4 = true;
+		return 0;
+	}
+	if (!strcmp(s, "port") && !strcmp(key, "ipv6")) {
+		if (inet_pton(AF_INET6, v, cfg->ipv6) != 1)
+			return fail(ps, key, "'%s' is not an IPv6 address", v);
+		cfg->has_ipv6 = true;
+		return 0;
+	}
+	if (!strcmp(s, "port") && !strcmp(key, "mac")) {
+		if (!strcmp(v, "auto")) {
+			cfg->has_mac = false;
+			return 0;
+		}
+		cfg->has_mac = true;
+		return get_mac(ps, key, v, cfg->mac);
+	}
+	if (!strcmp(s, "roce") && !strcmp(key, "ecn"))
+		return get_bool(ps, key, v, &cfg->ecn);
+	if (!strcmp(s, "engine") && !strcmp(key, "lcores"))
+		return get_lcores(ps, key, v, cfg);
+	if (!strcmp(s, "shm") && !strcmp(key, "socket"))
+		return get_str(ps, key, v, cfg->socket_path, sizeof(cfg->socket_path));
+	if (!strcmp(s, "pcap") && !strcmp(key, "file"))
+		return get_str(ps, key, v, cfg->pcap_path, sizeof(cfg->pcap_path));
+	return fail(ps, key, "unknown field");
+}
+
+static char *trim(char *p)
+{
+	char *e;
+
+	while (isspace((unsigned char)*p))
+		p++;
+	e = p + strlen(p);
+	while (e > p && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return p;
+}
+
+static int parse_line(struct parse_state *ps, struct mr_daemon_config *cfg, char *line)
+{
+	char *hash = strchr(line, '#');
+	char *p, *eq, *key, *val;
+	static const char *const sections[] = {"port", "roce", "engine", "limits", "shm", "pcap"};
+
+	if (hash)
+		*hash = '\0';
+	p = trim(line);
+	if (*p == '\0')
+		return 0;
+	if (*p == '[') {
+		char *close = strchr(p, ']');
+		if (!close || close[1] != '\0')
+			return fail(ps, NULL, "malformed section header '%s'", p);
+		*close = '\0';
+		for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
+			if (!strcmp(p + 1, sections[i])) {
+				snprintf(ps->section, sizeof(ps->section), "%s", sections[i]);
+				return 0;
+			}
+		}
+		return fail(ps, NULL, "unknown section [%s] (expected port, roce, engine, limits, shm or pcap)",
+			    p + 1);
+	}
+	eq = strchr(p, '=');
+	if (!eq)
+		return fail(ps, NULL, "expected 'key = value', got '%s'", p);
+	*eq = '\0';
+	key = trim(p);
+	val = trim(eq + 1);
+	if (ps->section[0] == '\0')
+		return fail(ps, NULL, "field '%s' outside any [section]", key);
+	if (*key == '\0')
+		return fail(ps, NULL, "empty field name");
+	if (*val == '\0')
+		return fail(ps, key, "empty value");
+	char full[64];
+	snprintf(full, sizeof(full), "%s.%.30s", ps->section, key);
+	for (unsigned int i = 0; i < ps->nseen; i++)
+		if (!strcmp(ps->seen[i], full))
+			return fail(ps, key, "set twice");
+	if (ps->nseen < sizeof(ps->seen) / sizeof(ps->seen[0]))
+		memcpy(ps->seen[ps->nseen++], full, sizeof(full));
+	return set_key(ps, cfg, key, val);
+}
+
+int mr_config_parse(struct mr_daemon_config *cfg, const char *name, const char *text, char *err,
+		    size_t errlen)
+{
+	struct parse_state ps = {.name = name, .err = err, .errlen = errlen};
+	const char *p = text;
+	int rc;
+
+	if (!cfg || !name || !text || !err || errlen == 0)
+		return -EINVAL;
+	err[0] = '\0';
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		char line[1536];
+
+		ps.line++;
+		if (n >= sizeof(line))
+			return fail(&ps, NULL, "line longer than %zu characters", sizeof(line) - 1);
+		memcpy(line, p, n);
+		line[n] = '\0';
+		if ((rc = parse_line(&ps, cfg, line)))
+			return rc;
+		p += n + (nl ? 1 : 0);
+	}
+	/* Whole-file checks name the field that is missing or inconsistent. */
+	if (!cfg->has_ipv4 && !cfg->has_ipv6) {
+		snprintf(err, errlen, "%s: port.ipv4: no address configured (set port.ipv4 or port.ipv6)",
+			 name);
+		return -EINVAL;
+	}
+	cfg->ib_mtu = mr_config_ib_mtu(cfg->mtu);
+	if (cfg->ib_mtu == 0) {
+		snprintf(err, errlen, "%s: port.mtu: %u leaves no room for a 256-byte IB MTU", name,
+			 cfg->mtu);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int mr_config_load(struct mr_daemon_config *cfg, const char *path, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	char *text;
+	long len;
+	int rc;
+
+	if (!f) {
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (fseek(f, 0, SEEK_END) || (len = ftell(f)) < 0 || len > (1 << 20) || fseek(f, 0, SEEK_SET)) {
+		fclose(f);
+		snprintf(err, errlen, "%s: unreadable or larger than 1 MiB", path);
+		return -EINVAL;
+	}
+	text = malloc((size_t)len + 1);
+	if (!text) {
+		fclose(f);
+		return -ENOMEM;
+	}
+	if (fread(text, 1, (size_t)len, f) != (size_t)len) {
+		free(text);
+		fclose(f);
+		snprintf(err, errlen, "%s: read error", path);
+		return -EIO;
+	}
+	fclose(f);
+	text[len] = '\0';
+	if (memchr(text, '\0', (size_t)len)) {
+		free(text);
+		snprintf(err, errlen, "%s: contains a NUL byte", path);
+		return -EINVAL;
+	}
+	rc = mr_config_parse(cfg, path, text, err, errlen);
+	free(text);
+	return rc;
+}
+
+void mr_config_print(const struct mr_daemon_config *cfg, FILE *f)
+{
+	char a4[INET_ADDRSTRLEN] = "-", a6[INET6_ADDRSTRLEN] = "-";
+
+	if (cfg->has_ipv4)
+		inet_ntop(AF_INET, cfg->ipv4, a4, sizeof(a4));
+	if (cfg->has_ipv6)
+		inet_ntop(AF_INET6, cfg->ipv6, a6, sizeof(a6));
+	fprintf(f, "port %u ipv4 %s ipv6 %s mtu %u (IB MTU %u) vlan %u dscp %u cnp_dscp %u ecn %s\n",
+		cfg->port_id, a4, a6, cfg->mtu, cfg->ib_mtu, cfg->vlan, cfg->dscp, cfg->cnp_dscp,
+		cfg->ecn ? "on" : "off");
+	fprintf(f, "lcores %u idle_sleep_us %u max_qp %u max_mr %u socket %s\n", cfg->n_lcores,
+		cfg->idle_sleep_us, cfg->max_qp, cfg->max_mr, cfg->socket_path);
+}

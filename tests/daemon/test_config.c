@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT
+ * metaroced config parser: valid files, and errors that name the line and the field. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apps/metaroced/config.h"
+
+static void test_example_file(void **state)
+{
+	struct mr_daemon_config cfg;
+	char err[512];
+	const char *path = getenv("MR_CONFIG_EXAMPLE");
+
+	(void)state;
+	assert_non_null(path);
+	mr_config_defaults(&cfg);
+	assert_int_equal(mr_config_load(&cfg, path, err, sizeof(err)), 0);
+	assert_true(cfg.has_ipv4);
+	assert_memory_equal(cfg.ipv4, ((uint8_t[]){198, 18, 0, 1}), 4);
+	assert_int_equal(cfg.mtu, 1500);
+	assert_int_equal(cfg.ib_mtu, 1024); /* as rxe: Ethernet 1500 -> IB 1024 */
+	assert_int_equal(cfg.dscp, 26);
+	assert_int_equal(cfg.cnp_dscp, 48);
+	assert_string_equal(cfg.eal_args, "--vdev=net_af_packet0,iface=veth0");
+}
+
+static void test_values(void **state)
+{
+	struct mr_daemon_config cfg;
+	char err[512];
+	const char *text = "[port]\nipv6 = fd00::1\nmtu=9000\nmac = 02:00:00:00:00:0a\nvlan = 100\n"
+			   "[engine]\nlcores = 1, 3\n[roce]\necn = false\n";
+
+	(void)state;
+	mr_config_defaults(&cfg);
+	assert_int_equal(mr_config_parse(&cfg, "t.conf", text, err, sizeof(err)), 0);
+	assert_true(cfg.has_ipv6);
+	assert_false(cfg.has_ipv4);
+	assert_int_equal(cfg.ib_mtu, 4096);
+	assert_true(cfg.has_mac);
+	assert_int_equal(cfg.mac[5], 0x0a);
+	assert_int_equal(cfg.vlan, 100);
+	assert_int_equal(cfg.n_lcores, 2);
+	assert_int_equal(cfg.lcores[1], 3);
+	assert_false(cfg.ecn);
+}
+
+struct bad_case {
+	const char *text;
+	const char *expect; /* substring of the message: file:line and field */
+};
+
+static void test_errors_name_line_and_field(void **state)
+{
+	static const struct bad_case cases[] = {
+		{"[port]\nipv4 = 198.18.0.1\nmtu = abc\n", "b.conf:3: port.mtu: 'abc' is not an integer"},
+		{"[port]\nipv4 = 198.18.0.300\n", "b.conf:2: port.ipv4: '198.18.0.300' is not an IPv4"},
+		{"[port]\nipv4 = 198.18.0.1\n[roce]\ndscp = 64\n", "b.conf:4: roce.dscp:"},
+		{"[port]\nipv4 = 198.18.0.1\nbogus = 1\n", "b.conf:3: port.bogus: unknown field"},
+		{"[nope]\n", "b.conf:1: unknown section [nope]"},
+		{"mtu = 1500\n", "b.conf:1: field 'mtu' outside any [section]"},
+		{"[port]\nipv4 = 198.18.0.1\nmtu = 1500\nmtu = 9000\n", "b.conf:4: port.mtu: set twice"},
+		{"[port]\nipv4 = 198.18.0.1\nmac = 02:00:00\n", "b.conf:3: port.mac:"},
+		{"[port]\nipv4 = 198.18.0.1\n[engine]\nlcores = 1,1\n", "b.conf:4: engine.lcores: lcore 1 listed twice"},
+		{"[port]\nipv4 = 198.18.0.1\nmtu = 575\n", "b.conf:3: port.mtu: '575' is not an integer in [576, 9216]"},
+		{"[port]\nmtu = 1500\n", "port.ipv4: no address configured"},
+		{"[port]\nipv4 198.18.0.1\n", "b.conf:2: expected 'key = value'"},
+		{"[port]\nipv4 =\n", "b.conf:2: port.ipv4: empty value"},
+		{"[port\n", "b.conf:1: malformed section header"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct mr_daemon_config cfg;
+		char err[512];
+
+		mr_config_defaults(&cfg);
+		assert_int_equal(mr_config_parse(&cfg, "b.conf", cases[i].text, err, sizeof(err)),
+				 -EINVAL);
+		if (!strstr(err, cases[i].expect))
+			fail_msg("case %zu: message '%s' lacks '%s'", i, err, cases[i].expect);
+	}
+}
+
+static void test_missing_file(void **state)
+{
+	struct mr_daemon_config cfg;
+	char err[512];
+
+	(void)state;
+	mr_config_defaults(&cfg);
+	assert_true(mr_config_load(&cfg, "/nonexistent/metaroced.conf", err, sizeof(err)) < 0);
+	assert_non_null(strstr(err, "/nonexistent/metaroced.conf: cannot open"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_example_file),
+		cmocka_unit_test(test_values),
+		cmocka_unit_test(test_errors_name_line_and_field),
+		cmocka_unit_test(test_missing_file),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
