@@ -1,6 +1,6 @@
 # Sourced by scripts: installs the Debian packages metaroce needs (idempotent, non-interactive).
 MR_DEPS=(meson ninja-build pkg-config gcc libcmocka-dev python3 python3-scapy libpcap-dev
-	dpdk libdpdk-dev libbpf-dev iproute2)
+	dpdk libdpdk-dev libbpf-dev iproute2 ethtool)
 
 mr_install_deps() {
 	local missing=()
