@@ -28,6 +28,9 @@ struct mr_ctx_params {
 	uint32_t first_qpn;   /* >= 2: QP0/QP1 are reserved (IBA 10.2.4) */
 	uint32_t max_mr;
 	uint64_t seed;        /* for initial PSNs / keys; deterministic for tests */
+	/* Cap on unacknowledged request PSNs per QP; 0 = default (8192, a 100 Gb/s x 10 us BDP
+	 * even at MTU 256). Never above 2^23 - 1 (IBA 9.7.1). Added by the transport owner. */
+	uint32_t max_inflight_pkts;
 };
 
 struct mr_ctx *mr_ctx_create(const struct mr_ctx_params *p); /* NULL + errno on failure */

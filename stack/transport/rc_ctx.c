@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT
+ * Transport context: QPN table, packet dispatch, round-robin tx scheduling and timers.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rc_internal.h"
+
+struct mr_ctx *mr_ctx_create(const struct mr_ctx_params *p)
+{
+	struct mr_ctx *ctx;
+
+	/* QPNs are 24 bits; QP0/QP1 are special (IBA 10.2.4). MR keys carry the slot in 24 bits. */
+	if (p == NULL || p->max_qp == 0 || p->first_qpn < 2 || p->max_mr == 0 ||
+	    p->max_mr > (1u << 24) || (uint64_t)p->first_qpn + p->max_qp > (1u << 24) ||
+	    p->max_inflight_pkts > RC_MAX_INFLIGHT) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ctx = calloc(1, sizeof(*ctx));
+	if (ctx == NULL)
+		goto nomem;
+	ctx->p = *p;
+	ctx->max_inflight = p->max_inflight_pkts ? p->max_inflight_pkts : RC_DEFAULT_INFLIGHT;
+	ctx->rng = p->seed ^ 0x9e3779b97f4a7c15ull;
+	ctx->qp_tab = calloc(p->max_qp, sizeof(*ctx->qp_tab));
+	ctx->mr_tab = calloc(p->max_mr, sizeof(*ctx->mr_tab));
+	ctx->mr_tag = calloc(p->max_mr, 1);
+	if (ctx->qp_tab == NULL || ctx->mr_tab == NULL || ctx->mr_tag == NULL)
+		goto nomem_free;
+	/* Seeded tags make keys differ between runs with different seeds. */
+	for (uint32_t i = 0; i < p->max_mr; i++)
+		ctx->mr_tag[i] = (uint8_t)(p->seed >> ((i % 8) * 8)) + (uint8_t)i;
+	rc_list_init(&ctx->resp_sched);
+	rc_list_init(&ctx->req_sched);
+	rc_list_init(&ctx->timers);
+	rc_list_init(&ctx->pds);
+	rc_list_init(&ctx->cqs);
+	return ctx;
+nomem_free:
+	free(ctx->qp_tab);
+	free(ctx->mr_tab);
+	free(ctx->mr_tag);
+	free(ctx);
+nomem:
+	errno = ENOMEM;
+	return NULL;
+}
+
+void mr_ctx_destroy(struct mr_ctx *ctx)
+{
+	if (ctx == NULL)
+		return;
+	for (uint32_t i = 0; i < ctx->p.max_qp; i++)
+		if (ctx->qp_tab[i] != NULL)
+			rc_qp_free(ctx->qp_tab[i]);
+	rc_mr_destroy_all(ctx);
+	while (!rc_list_empty(&ctx->cqs)) {
+		struct mr_cq *cq = rc_container_of(ctx->cqs.next, struct mr_cq, link);
+
+		rc_list_del(&cq->link);
+		free(cq->wc);
+		free(cq);
+	}
+	while (!rc_list_empty(&ctx->pds)) {
+		struct mr_pd *pd = rc_container_of(ctx->pds.next, struct mr_pd, link);
+
+		rc_list_del(&pd->link);
+		free(pd);
+	}
+	free(ctx->qp_tab);
+	free(ctx->mr_tab);
+	free(ctx->mr_tag);
+	free(ctx);
+}
+
+void rc_sched_req(struct mr_qp *qp)
+{
+	if (!rc_linked(&qp->req_link))
+		rc_list_add_tail(&qp->ctx->req_sched, &qp->req_link);
+}
+
+void rc_sched_resp(struct mr_qp *qp)
+{
+	if (!rc_linked(&qp->resp_link))
+		rc_list_add_tail(&qp->ctx->resp_sched, &qp->resp_link);
+}
+
+void rc_timer_update(struct mr_qp *qp)
+{
+	bool armed = qp->comp.ack_deadline != UINT64_MAX || qp->req.rnr_wait ||
+		     qp->resp.ack_deadline != UINT64_MAX;
+
+	if (armed && !rc_linked(&qp->timer_link))
+		rc_list_add_tail(&qp->ctx->timers, &qp->timer_link);
+	else if (!armed)
+		rc_list_del(&qp->timer_link);
+}
+
+static bool rc_is_request(uint8_t op)
+{
+	return op <= MR_OP_RC_READ_REQUEST || op == MR_OP_RC_CMP_SWAP ||
+	       op == MR_OP_RC_FETCH_ADD || op == MR_OP_RC_SEND_LAST_INV ||
+	       op == MR_OP_RC_SEND_ONLY_INV;
+}
+
+static bool rc_is_response(uint8_t op)
+{
+	return op >= MR_OP_RC_READ_RESPONSE_FIRST && op <= MR_OP_RC_ATOMIC_ACK;
+}
+
+void mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
+{
+	struct mr_qp *qp;
+	uint32_t idx;
+	uint8_t op;
+
+	if (ctx == NULL || pkt == NULL)
+		return;
+	idx = pkt->hdr.dqpn - ctx->p.first_qpn; /* wraps to a huge index when below first_qpn */
+	if (pkt->hdr.dqpn < ctx->p.first_qpn || idx >= ctx->p.max_qp ||
+	    (qp = ctx->qp_tab[idx]) == NULL) {
+		ctx->stats.rx_unknown_qp++;
+		return;
+	}
+	op = pkt->hdr.opcode;
+	if ((pkt->paylen > 0 && pkt->payload == NULL) || pkt->paylen > 4096 ||
+	    (!rc_is_request(op) && !rc_is_response(op))) {
+		/* Not an RC opcode (IBA 9.6.1.2: transport header checks): drop silently. */
+		ctx->stats.rx_dropped++;
+		qp->stats.dropped++;
+		return;
+	}
+	qp->stats.rx_pkts++;
+	qp->stats.rx_bytes += pkt->paylen;
+	if (rc_is_request(op))
+		rc_resp_rx(qp, pkt, now);
+	else
+		rc_comp_rx(qp, pkt, now);
+}
+
+/* Pop the first QP of a scheduling list and let it produce one packet; a QP that produced one
+ * goes to the tail (round robin), one that had nothing leaves the list until rescheduled. */
+static int rc_serve(struct rc_link *list, bool resp, uint64_t now, struct mr_tx_pkt *out)
+{
+	while (!rc_list_empty(list)) {
+		struct rc_link *l = list->next;
+		struct mr_qp *qp;
+		int n;
+
+		rc_list_del(l);
+		if (resp) {
+			qp = rc_container_of(l, struct mr_qp, resp_link);
+			n = rc_resp_tx(qp, out);
+		} else {
+			qp = rc_container_of(l, struct mr_qp, req_link);
+			n = rc_req_tx(qp, now, out);
+		}
+		if (n > 0) {
+			rc_list_add_tail(list, l);
+			qp->stats.tx_pkts++;
+			qp->stats.tx_bytes += out->paylen;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int mr_ctx_tx(struct mr_ctx *ctx, uint64_t now, struct mr_tx_pkt *out)
+{
+	if (ctx == NULL || out == NULL)
+		return -EINVAL;
+	/* Responses first: they free the peer's resources and never depend on our window. */
+	if (rc_serve(&ctx->resp_sched, true, now, out))
+		return 1;
+	return rc_serve(&ctx->req_sched, false, now, out);
+}
+
+uint64_t mr_ctx_next_expiry(const struct mr_ctx *ctx)
+{
+	uint64_t t = UINT64_MAX;
+
+	if (ctx == NULL)
+		return t;
+	for (const struct rc_link *l = ctx->timers.next; l != &ctx->timers; l = l->next) {
+		const struct mr_qp *qp = rc_container_of(l, const struct mr_qp, timer_link);
+
+		if (qp->comp.ack_deadline < t)
+			t = qp->comp.ack_deadline;
+		if (qp->req.rnr_wait && qp->req.rnr_until < t)
+			t = qp->req.rnr_until;
+		if (qp->resp.ack_deadline < t)
+			t = qp->resp.ack_deadline;
+	}
+	return t;
+}
+
+void mr_ctx_on_timer(struct mr_ctx *ctx, uint64_t now)
+{
+	struct rc_link *l, *next;
+
+	if (ctx == NULL)
+		return;
+	for (l = ctx->timers.next; l != &ctx->timers; l = next) {
+		next = l->next;
+		struct mr_qp *qp = rc_container_of(l, struct mr_qp, timer_link);
+
+		rc_resp_on_timer(qp, now);
+		rc_req_on_timer(qp, now);
+	}
+}
+
+void mr_ctx_get_stats(const struct mr_ctx *ctx, struct mr_ctx_stats *st)
+{
+	if (ctx == NULL || st == NULL)
+		return;
+	*st = ctx->stats;
+}

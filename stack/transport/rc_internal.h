@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: MIT
+ * Private state of the RC transport: shared by rc_*.c only, never installed.
+ *
+ * Layout follows Linux rxe's split: ctx (QPN table, scheduling, timers), mr (PD/MR/keys),
+ * cq, qp (state machine, flush), requester (SQ -> request packets), completer (ACKs and
+ * responses -> send completions) and responder (requests -> placement, responses, receive
+ * completions).
+ */
+#ifndef MR_TRANSPORT_RC_INTERNAL_H
+#define MR_TRANSPORT_RC_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rc.h"
+
+/* Deepest READ/atomic pipelines a QP may negotiate (max_rd_atomic, max_dest_rd_atomic). */
+#define RC_MAX_RD_ATOMIC 16
+/* Response queue: each READ/atomic response may be preceded by one coalesced ACK, plus NAKs. */
+#define RC_RESP_RING (2 * RC_MAX_RD_ATOMIC + 8)
+/* The responder ACKs at least every this many request packets even without AckReq. */
+#define RC_ACK_EVERY 16
+/* A request run that ends without AckReq (its last packet lost) is ACKed after this delay, so a
+ * tail loss costs one packet after the ACK timeout instead of the whole unacknowledged run. Far
+ * below the smallest local ACK timeout (8.192 us, timeout = 1). */
+#define RC_DELAYED_ACK_NS 2000u
+/* 100 Gb/s x 10 us = 125 kB BDP: 8192 packets cover it even at a 256-byte MTU. */
+#define RC_DEFAULT_INFLIGHT 8192u
+/* IBA 9.7.1: never more than 2^23 unacknowledged PSNs (half the 24-bit space). */
+#define RC_MAX_INFLIGHT ((1u << 23) - 1)
+#define RC_MAX_WR 16384u
+#define RC_MAX_INLINE 4096u
+#define RC_MAX_MSG (1u << 31) /* IBA 9.7.2: messages are at most 2^31 bytes */
+
+/* Intrusive doubly linked list (circular with a head node). */
+struct rc_link {
+	struct rc_link *prev, *next;
+};
+
+static inline void rc_list_init(struct rc_link *h) { h->prev = h->next = h; }
+static inline bool rc_list_empty(const struct rc_link *h) { return h->next == h; }
+static inline bool rc_linked(const struct rc_link *l) { return l->next != NULL; }
+static inline void rc_list_add_tail(struct rc_link *h, struct rc_link *l)
+{
+	l->prev = h->prev;
+	l->next = h;
+	h->prev->next = l;
+	h->prev = l;
+}
+static inline void rc_list_del(struct rc_link *l)
+{
+	if (!rc_linked(l))
+		return;
+	l->prev->next = l->next;
+	l->next->prev = l->prev;
+	l->prev = l->next = NULL;
+}
+
+/* Through uintptr_t so that one macro serves const and non-const links (-Wcast-qual). */
+#define rc_container_of(p, type, member) \
+	((type *)(uintptr_t)((const char *)(p) - offsetof(type, member)))
+
+struct mr_ctx {
+	struct mr_ctx_params p;
+	uint32_t max_inflight;
+	uint64_t rng;
+	struct mr_qp **qp_tab;      /* index = qpn - first_qpn */
+	struct mr_memreg **mr_tab;  /* index = key >> 8 */
+	uint8_t *mr_tag;            /* next tag (key & 0xff) per slot: stale keys never match */
+	struct rc_link resp_sched;  /* QPs with responses/ACKs queued */
+	struct rc_link req_sched;   /* QPs that may have request packets to send */
+	struct rc_link timers;      /* QPs with an armed timer */
+	struct rc_link pds, cqs;
+	struct mr_ctx_stats stats;
+};
+
+struct mr_pd {
+	struct mr_ctx *ctx;
+	struct rc_link link;
+	uint32_t refs; /* MRs + QPs */
+};
+
+struct mr_memreg {
+	struct mr_ctx *ctx;
+	struct mr_pd *pd;
+	uint8_t *host;
+	uint64_t iova;
+	uint64_t len;
+	uint32_t access;
+	uint32_t key; /* lkey == rkey, as rxe */
+};
+
+struct mr_cq {
+	struct mr_ctx *ctx;
+	struct rc_link link;
+	uint32_t refs;
+	uint32_t depth, head, count;
+	uint64_t overflows;
+	struct mr_wc *wc;
+};
+
+/* A send WQE and the requester/completer bookkeeping for it. */
+struct rc_swqe {
+	struct mr_send_wr wr;
+	uint8_t *host[MR_MAX_SGE];  /* resolved SGE addresses (when the WQE is first started) */
+	uint8_t *inline_buf;        /* max_inline_data bytes, preallocated */
+	uint32_t len;               /* message length */
+	uint32_t npkts;             /* PSNs the message occupies */
+	uint32_t first_psn, last_psn;
+	bool psn_valid;             /* PSNs assigned (first packet sent once) */
+	bool resolved;
+	enum mr_wc_status status;   /* status if this WQE is the one that failed */
+};
+
+struct rc_rwqe {
+	struct mr_recv_wr wr;
+	uint8_t *host[MR_MAX_SGE]; /* resolved when a SEND first lands in it */
+	uint32_t len;
+};
+
+enum rc_resp_kind { RC_RESP_ACK, RC_RESP_READ, RC_RESP_ATOMIC };
+
+struct rc_resp {
+	uint8_t kind;
+	uint8_t syndrome;
+	uint32_t psn;        /* next PSN to send for READ; the PSN for ACK/atomic */
+	uint32_t msn;
+	uint32_t first_psn;  /* READ: PSN of this response stream's first packet */
+	uint32_t last_psn;   /* READ: PSN of its last packet */
+	const uint8_t *host; /* READ: next byte */
+	uint32_t left;       /* READ: bytes left */
+	uint64_t orig;       /* atomic: original value */
+};
+
+/* Responder resources for duplicate READ/atomic requests (IBA 9.4.5, 9.7.5.1): a duplicate
+ * atomic must be answered from the saved result, never executed twice. */
+struct rc_rd_res {
+	bool atomic;
+	bool valid;
+	uint32_t psn;
+	uint64_t orig;
+};
+
+enum rc_msg { RC_MSG_NONE, RC_MSG_SEND, RC_MSG_WRITE };
+
+struct mr_qp {
+	struct mr_ctx *ctx;
+	uint32_t qpn;
+	struct mr_qp_init_attr init;
+	struct mr_qp_attr attr;
+	enum mr_qp_state state;
+	struct mr_qp_stats stats;
+
+	struct rc_link resp_link, req_link, timer_link;
+
+	/* Send queue: [sq_head, sq_tail) posted and not completed; free-running indices. */
+	struct rc_swqe *sq;
+	uint8_t *inline_area;
+	uint32_t sq_head, sq_tail;
+
+	/* Requester (IBA 9.7.4, 9.7.6). */
+	struct {
+		uint32_t cur;       /* SQ index being sent */
+		uint32_t off;       /* byte offset within it */
+		uint32_t psn;       /* next PSN to send */
+		uint32_t psn_max;   /* one past the highest PSN ever sent */
+		uint32_t rd_atomic; /* READ/atomic requests issued in [sq_head, cur) */
+		uint32_t noack;     /* packets sent since the last AckReq */
+		bool rnr_wait;
+		uint64_t rnr_until;
+	} req;
+
+	/* Completer (IBA 9.7.5.1, 9.7.6). */
+	struct {
+		uint32_t psn;         /* oldest unacknowledged PSN */
+		uint8_t retry_left;
+		uint8_t rnr_left;
+		bool implied_retried; /* go-back-N already started for this comp.psn */
+		uint64_t ack_deadline;
+	} comp;
+
+	/* Receive queue. */
+	struct rc_rwqe *rq;
+	uint32_t rq_head, rq_tail;
+
+	/* Responder (IBA 9.7.5, 9.7.5.1.1). */
+	struct {
+		uint32_t epsn;
+		uint32_t msn;
+		bool nak_sent;          /* one PSN sequence NAK per sequence error */
+		enum rc_msg in_msg;     /* multi-packet message in progress */
+		bool rwqe_bound;        /* SEND in progress owns rq[rq_head] */
+		uint32_t recv_off;
+		uint8_t *wptr;          /* WRITE in progress */
+		uint32_t wleft, wlen;
+		uint32_t since_ack;
+		uint64_t ack_deadline;  /* delayed-ACK flush, UINT64_MAX when idle */
+		uint32_t rd_pending;    /* READ/atomic responses queued */
+		struct rc_resp ring[RC_RESP_RING];
+		uint32_t ring_head, ring_count;
+		struct rc_rd_res res[RC_MAX_RD_ATOMIC];
+		uint32_t res_next;
+	} resp;
+};
+
+/* ---- rc_ctx.c ---- */
+void rc_sched_req(struct mr_qp *qp);
+void rc_sched_resp(struct mr_qp *qp);
+void rc_timer_update(struct mr_qp *qp);
+
+/* ---- rc_mr.c ---- */
+/* Resolve key to an MR of pd covering [va, va+len) with all access bits; NULL if not. */
+struct mr_memreg *rc_mr_lookup(struct mr_ctx *ctx, const struct mr_pd *pd, uint32_t key,
+			       uint64_t va, uint64_t len, uint32_t access);
+void rc_mr_destroy_all(struct mr_ctx *ctx);
+
+/* ---- rc_cq.c ---- */
+void rc_cq_push(struct mr_cq *cq, const struct mr_wc *wc);
+
+/* ---- rc_qp.c ---- */
+static inline struct rc_swqe *rc_sq_at(const struct mr_qp *qp, uint32_t idx)
+{
+	return &qp->sq[idx % qp->init.max_send_wr];
+}
+static inline struct rc_rwqe *rc_rq_at(const struct mr_qp *qp, uint32_t idx)
+{
+	return &qp->rq[idx % qp->init.max_recv_wr];
+}
+/* Move to ERR (IBA 10.3.1): flush SQ and RQ with MR_WC_WR_FLUSH_ERR, the SQ head WQE carries
+ * its own status if it was the one that failed. */
+void rc_qp_to_err(struct mr_qp *qp);
+void rc_qp_free(struct mr_qp *qp);
+uint32_t rc_mtu(const struct mr_qp *qp);
+static inline uint32_t rc_npkts(uint32_t len, uint32_t mtu)
+{
+	return len == 0 ? 1 : (uint32_t)(((uint64_t)len + mtu - 1) / mtu);
+}
+bool rc_wr_is_rd_atomic(enum mr_wr_opcode op);
+
+/* ---- rc_requester.c ---- */
+int rc_req_tx(struct mr_qp *qp, uint64_t now, struct mr_tx_pkt *out);
+/* Point the requester at psn (go-back-N restart point), recounting outstanding READ/atomics. */
+void rc_req_seek(struct mr_qp *qp, uint32_t psn);
+void rc_req_on_timer(struct mr_qp *qp, uint64_t now);
+
+/* ---- rc_completer.c ---- */
+void rc_comp_rx(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now);
+/* Complete the SQ head WQE (send completion if signaled or failed). */
+void rc_comp_complete_head(struct mr_qp *qp, enum mr_wc_status status);
+
+/* ---- rc_responder.c ---- */
+void rc_resp_rx(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now);
+int rc_resp_tx(struct mr_qp *qp, struct mr_tx_pkt *out);
+void rc_resp_reset(struct mr_qp *qp);
+void rc_resp_on_timer(struct mr_qp *qp, uint64_t now);
+
+/* IBA table 45: RNR timer code -> nanoseconds. */
+uint64_t rc_rnr_timer_ns(uint8_t code);
+
+#endif

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT
+ * A tiny in-test "wire" for the RC transport unit tests: two contexts, one QP each, and a
+ * pump that moves struct mr_tx_pkt from one side's mr_ctx_tx() to the other's mr_ctx_rx()
+ * as struct mr_pkt (payload gathered from the iovs, no frame building), with a virtual clock
+ * and per-packet fault injection by index.
+ */
+#ifndef MR_TESTS_RC_HARNESS_H
+#define MR_TESTS_RC_HARNESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "transport/rc.h"
+
+#define TW_MAX_LOG 8192
+#define TW_MAX_HELD 64
+
+enum tw_action { TW_PASS = 0, TW_DROP, TW_DUP, TW_HOLD /* deliver after the next packet */ };
+
+struct tw_side {
+	struct mr_ctx *ctx;
+	struct mr_pd *pd;
+	struct mr_cq *scq, *rcq;
+	struct mr_qp *qp;
+};
+
+struct tw_held {
+	struct mr_roce_hdrs hdr;
+	uint32_t paylen;
+	uint8_t payload[4096];
+};
+
+struct tw {
+	struct tw_side s[2];         /* 0 = A, 1 = B */
+	uint64_t now;
+	uint32_t sent[2];            /* packets produced per direction (0: A->B) */
+	enum tw_action act[2][TW_MAX_LOG]; /* by packet index per direction */
+	bool drop_all[2];
+	struct mr_roce_hdrs log[2][TW_MAX_LOG]; /* headers as produced */
+	uint32_t log_paylen[2][TW_MAX_LOG];
+	struct tw_held held[2];
+	bool have_held[2];
+};
+
+struct tw_cfg {
+	uint32_t mtu;
+	uint32_t psn[2];             /* initial SQ PSN of each side */
+	uint32_t access;             /* qp_access_flags on both sides */
+	uint8_t max_rd_atomic;
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+	uint32_t max_send_wr, max_recv_wr, max_inline;
+	bool sq_sig_all;
+	uint32_t max_inflight;
+};
+
+void tw_default_cfg(struct tw_cfg *c);
+/* Two contexts, PDs, CQs and QPs, connected and moved to RTS. Asserts on failure. */
+struct tw *tw_create(const struct tw_cfg *c);
+void tw_destroy(struct tw *w);
+/* Move packets both ways until nothing is left to send; with timers, also advance the clock
+ * to the next expiry until quiescent (or max_ns of virtual time passed). Returns packets
+ * moved. */
+uint32_t tw_pump(struct tw *w, bool timers, uint64_t max_ns);
+/* Hand one crafted packet to side `to`. */
+void tw_inject(struct tw *w, int to, const struct mr_roce_hdrs *hdr, const void *payload,
+	       uint32_t paylen);
+/* Count logged packets of direction dir with this opcode. */
+uint32_t tw_count_op(const struct tw *w, int dir, uint8_t opcode);
+/* Count ACK-opcode packets of direction dir with this AETH syndrome. */
+uint32_t tw_count_syndrome(const struct tw *w, int dir, uint8_t syndrome);
+
+struct mr_memreg *tw_reg(struct tw *w, int side, void *buf, uint64_t len, uint32_t access);
+void tw_post_send(struct tw *w, int side, const struct mr_send_wr *wr);
+void tw_post_recv(struct tw *w, int side, uint64_t wr_id, void *buf, uint32_t len,
+		  const struct mr_memreg *mr);
+/* Poll exactly n completions from a CQ (asserts the count). */
+void tw_poll(struct mr_cq *cq, int n, struct mr_wc *wc);
+struct mr_qp_stats tw_stats(const struct tw *w, int side);
+
+#endif
