@@ -17,6 +17,8 @@
 #include "metaroce/types.h"
 #include "../wire/roce_pkt.h"
 
+#include "../cc/cc.h"
+
 struct mr_ctx;
 struct mr_pd;
 struct mr_memreg;
@@ -80,6 +82,13 @@ enum mr_qp_attr_mask {
 	MR_QP_RETRY_CNT = 1 << 11,
 	MR_QP_RNR_RETRY = 1 << 12,
 	MR_QP_MAX_QP_RD_ATOMIC = 1 << 13,
+	MR_QP_TRANSPORT = 1 << 14,  /* transport, n_entropies, cc: optional in INIT->RTR only */
+};
+
+/* Reliable transport of a QP. MetaRoCE (docs/metaroce-wire.md) only after both ends agreed. */
+enum mr_transport {
+	MR_TRANSPORT_RC = 0,        /* IBA ch. 9.7 go-back-N: what stock peers speak */
+	MR_TRANSPORT_METAROCE = 1,  /* spraying, SACK, selective repeat, RACK/TLP, path-aware CC */
 };
 
 struct mr_qp_attr {
@@ -97,6 +106,11 @@ struct mr_qp_attr {
 	uint8_t timeout;           /* local ACK timeout 4.096 us * 2^timeout, 0 = infinite (C9-141) */
 	uint8_t retry_cnt;         /* 0..7 */
 	uint8_t rnr_retry;         /* 0..7, 7 = infinite (IBA 9.7.5.2.8) */
+	/* MR_QP_TRANSPORT */
+	enum mr_transport transport;
+	uint16_t n_entropies;      /* MetaRoCE: UDP source ports path.udp_sport + 0..n-1 (1..256) */
+	enum mr_cc_algo cc;        /* congestion control (DCQCN also for plain RC) */
+	struct mr_cc_params cc_params;
 };
 
 struct mr_qp *mr_qp_create(struct mr_ctx *ctx, const struct mr_qp_init_attr *init);
@@ -124,6 +138,9 @@ struct mr_tx_pkt {
 	struct mr_iov iov[MR_MAX_SGE + 1];
 	unsigned int niov;
 	uint32_t paylen;
+	/* Non-zero: UDP source port for this packet (MetaRoCE spraying), overriding
+	 * path->udp_sport. Builders must honour it. */
+	uint16_t udp_sport;
 };
 
 /* Hand a parsed, ICRC-checked packet to the transport; it is dispatched by destination QPN.
@@ -151,6 +168,14 @@ struct mr_qp_stats {
 	uint64_t acks_sent, acks_rcvd;
 	uint64_t implied_naks;         /* READ/atomic responses that imply loss of earlier ACKs */
 	uint64_t dropped;              /* packets discarded (bad state, bad opcode for QP, ...) */
+	/* MetaRoCE and congestion control */
+	uint64_t sack_retransmits;     /* packets resent selectively */
+	uint64_t spurious_retransmits; /* resent packets the peer already had (seen as duplicates
+				        * by the responder / D-SACK-like evidence at the sender) */
+	uint64_t tlp_probes;
+	uint64_t ooo_placed;           /* packets placed out of order */
+	uint64_t ce_rcvd;              /* CE-marked packets received */
+	uint64_t cnps_sent, cnps_rcvd;
 };
 int mr_qp_get_stats(const struct mr_qp *qp, struct mr_qp_stats *st);
 
