@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: MIT
+ * MetaRoCE congestion controller: a window bounded by the BDP, cut by ECN (DCTCP) and by delay
+ * (Swift), paced at cwnd / srtt, with per-path congestion scores for the sprayer.
+ *
+ *  - Fast start: cwnd = BDP = line_rate * base_rtt (datacenter: no slow start), capped at
+ *    MR_MRCC_MAX_BDP_FACTOR * BDP, floored at MR_MRCC_MIN_CWND (below one MTU, as Swift allows:
+ *    the published gate cwnd_bytes stays >= 1 MTU and the pacing rate spaces single packets).
+ *  - ECN: DCTCP (Alizadeh et al., SIGCOMM'10, section 3.1): per observation window of one srtt,
+ *    F = marked/acked bytes, alpha = (1 - g) alpha + g F with g = 1/16; a window with marks
+ *    asks for cwnd *= 1 - alpha/2.
+ *  - Delay: Swift (Kumar et al., SIGCOMM'20, section 3.1/Algorithm 1): target = base_rtt + hop
+ *    allowance (4 hops x 0.5 us, at least 4 MTU times); below target additive increase of
+ *    ai = max(BDP/1024, 256 B) per RTT (cwnd += ai*acked/cwnd; small, because N flows add
+ *    N*ai per RTT and a 32:1 incast overshoots otherwise);
+ *    above it cwnd *= max(1 - beta (rtt - target)/rtt, 1 - max_mdf), beta 0.8, max_mdf 0.5.
+ *  - Both decreases share one clock: at most one cut per srtt (the deeper of the two applies).
+ *  - Loss (selective retransmit): one cut of max_mdf per srtt; timeout: halve.
+ *  - Per path: path_penalty[p] packs two EWMAs (gain 1/4 per ack on that path), CE fraction in
+ *    the high 16 bits (Q16) and queueing delay (rtt - base_rtt, 64 ns units, saturating) in the
+ *    low 16 bits, so "higher = avoid" orders paths by marks first, then by delay. All scores
+ *    decay by 1/8 every base_rtt, so an avoided path is tried again.
+ */
+#include <string.h>
+
+#include "cc/cc.h"
+#include "cc/cc_algo.h"
+
+#define MR_MRCC_DEFAULT_BASE_RTT_NS 8000ull
+#define MR_MRCC_HOP_ALLOWANCE_NS 500ull  /* Swift-style per-hop queueing allowance */
+#define MR_MRCC_HOPS 4u                  /* host-ToR-spine-ToR-host: 4 queues */
+#define MR_MRCC_ALLOWANCE_MTUS 4u        /* ... and at least 4 MTUs at line rate */
+#define MR_MRCC_MAX_BDP_FACTOR 2.0
+#define MR_MRCC_MIN_CWND 256.0
+#define MR_MRCC_DCTCP_G (1.0 / 16.0)
+#define MR_MRCC_BETA 0.8
+#define MR_MRCC_MAX_MDF 0.5
+#define MR_MRCC_AI_DIV 1024.0           /* additive increase per RTT: BDP/1024, >= 256 B */
+#define MR_MRCC_PACED_MTUS 1u
+#define MR_MRCC_PATH_SHIFT 2u            /* per-path EWMA gain 1/4 */
+#define MR_MRCC_DELAY_UNIT_NS 64u
+
+struct mr_mrcc {
+	double cwnd, alpha, srtt, min_rtt;
+	double bdp, max_cwnd, min_cwnd, ai, line;
+	double win_acked, win_ce;
+	uint64_t base_rtt, target;
+	uint64_t win_end, last_cut, decay_deadline;
+	bool have_rtt, have_cut;
+	uint64_t ecn_cuts, delay_cuts, loss_cuts, timeouts, bad_acks;
+};
+
+_Static_assert(sizeof(struct mr_mrcc) <= sizeof(((struct mr_cc *)0)->u),
+	       "MetaRoCE CC state must fit in struct mr_cc.u");
+
+static struct mr_mrcc *mc(struct mr_cc *cc)
+{
+	return (struct mr_mrcc *)(void *)cc->u;
+}
+
+static const struct mr_mrcc *mc_c(const struct mr_cc *cc)
+{
+	return (const struct mr_mrcc *)(const void *)cc->u;
+}
+
+/* Pacing spreads the window over one smoothed RTT (rate = cwnd / srtt), at most line rate. */
+static void mr_mrcc_publish(struct mr_cc *cc, uint64_t now)
+{
+	struct mr_mrcc *m = mc(cc);
+	double rate;
+
+	if (m->cwnd > m->max_cwnd)
+		m->cwnd = m->max_cwnd;
+	if (m->cwnd < m->min_cwnd)
+		m->cwnd = m->min_cwnd;
+	/* Below one MTU the window is enforced by pacing alone (Swift's sub-packet cwnd): the gate
+	 * stays at one packet so that a packet may leave whenever nothing is in flight. */
+	cc->cwnd_bytes = (uint64_t)m->cwnd;
+	if (cc->cwnd_bytes < (uint64_t)MR_MRCC_PACED_MTUS * cc->p.mtu)
+		cc->cwnd_bytes = (uint64_t)MR_MRCC_PACED_MTUS * cc->p.mtu;
+	rate = m->cwnd * 8e9 / m->srtt;
+	if (rate > m->line)
+		rate = m->line;
+	if (rate < 1.0)
+		rate = 1.0;
+	mr_cc_set_rate(cc, now, (uint64_t)rate);
+}
+
+static void mr_mrcc_init(struct mr_cc *cc, uint64_t now)
+{
+	struct mr_mrcc *m = mc(cc);
+	const struct mr_cc_params *p = &cc->p;
+	uint64_t allow, mtu_ns;
+
+	memset(m, 0, sizeof(*m));
+	m->line = (double)p->line_rate_bps;
+	m->base_rtt = p->base_rtt_ns ? p->base_rtt_ns : MR_MRCC_DEFAULT_BASE_RTT_NS;
+	mtu_ns = mr_cc_tx_time_ns(p->mtu, p->line_rate_bps);
+	allow = MR_MRCC_HOP_ALLOWANCE_NS * MR_MRCC_HOPS;
+	if (allow < MR_MRCC_ALLOWANCE_MTUS * mtu_ns)
+		allow = MR_MRCC_ALLOWANCE_MTUS * mtu_ns;
+	m->target = p->target_delay_ns ? p->target_delay_ns : m->base_rtt + allow;
+	if (m->target < m->base_rtt)
+		m->target = m->base_rtt;
+	m->bdp = m->line * (double)m->base_rtt / 8e9;
+	m->max_cwnd = m->bdp * MR_MRCC_MAX_BDP_FACTOR;
+	if (m->max_cwnd < (double)p->mtu)
+		m->max_cwnd = (double)p->mtu;
+	m->min_cwnd = MR_MRCC_MIN_CWND;
+	m->ai = m->bdp / MR_MRCC_AI_DIV;
+	if (m->ai < 256.0)
+		m->ai = 256.0;
+	m->cwnd = m->bdp > m->min_cwnd ? m->bdp : m->min_cwnd;
+	m->alpha = 1.0; /* DCTCP starts pessimistic: the first marked window halves cwnd */
+	m->srtt = (double)m->base_rtt;
+	m->min_rtt = 0;
+	m->win_end = now + m->base_rtt;
+	m->decay_deadline = UINT64_MAX;
+	mr_mrcc_publish(cc, now);
+}
+
+static uint16_t mr_mrcc_sat16(uint64_t v)
+{
+	return v > UINT16_MAX ? UINT16_MAX : (uint16_t)v;
+}
+
+/* EWMA toward `sample` with gain 1/2^MR_MRCC_PATH_SHIFT, rounding up so a 1.0 sample can
+ * reach the top and small values do not stick forever (decay rounds down). */
+static uint16_t mr_mrcc_ewma16(uint16_t old, uint16_t sample)
+{
+	int32_t d = (int32_t)sample - (int32_t)old;
+	int32_t step = d / (1 << MR_MRCC_PATH_SHIFT);
+
+	if (step == 0 && d != 0)
+		step = d > 0 ? 1 : -1;
+	return (uint16_t)((int32_t)old + step);
+}
+
+static void mr_mrcc_path_update(struct mr_cc *cc, uint16_t path, uint16_t ce_q16, uint64_t rtt,
+				bool have_rtt, uint64_t now)
+{
+	struct mr_mrcc *m = mc(cc);
+	uint32_t pen = cc->path_penalty[path];
+	uint16_t ce = (uint16_t)(pen >> 16), dly = (uint16_t)(pen & 0xffffu);
+
+	ce = mr_mrcc_ewma16(ce, ce_q16);
+	if (have_rtt) {
+		uint64_t q = rtt > m->base_rtt ? rtt - m->base_rtt : 0;
+
+		dly = mr_mrcc_ewma16(dly, mr_mrcc_sat16(q / MR_MRCC_DELAY_UNIT_NS));
+	}
+	cc->path_penalty[path] = ((uint32_t)ce << 16) | dly;
+	if (cc->path_penalty[path] != 0 && m->decay_deadline == UINT64_MAX)
+		m->decay_deadline = now + m->base_rtt;
+}
+
+/* Apply a multiplicative cut at most once per srtt (Swift: "at most once per RTT"). */
+static bool mr_mrcc_cut(struct mr_mrcc *m, uint64_t now, double factor)
+{
+	if (m->have_cut && now - m->last_cut < (uint64_t)m->srtt)
+		return false;
+	m->cwnd *= factor;
+	m->last_cut = now;
+	m->have_cut = true;
+	return true;
+}
+
+static void mr_mrcc_on_ack(struct mr_cc *cc, const struct mr_cc_ack *ack)
+{
+	struct mr_mrcc *m = mc(cc);
+	uint64_t now = ack->now;
+	uint32_t ce = ack->ce_pkts;
+	double frac = 0, ecn_factor = 1.0, delay_factor = 1.0;
+	bool have_rtt = ack->rtt_ns != 0;
+
+	if (ack->acked_pkts == 0 && ack->acked_bytes == 0 && !have_rtt)
+		return;
+	if (ce > ack->acked_pkts) { /* malformed echo: count it, trust at most "all marked" */
+		m->bad_acks++;
+		ce = ack->acked_pkts;
+	}
+	if (ack->acked_pkts)
+		frac = (double)ce / (double)ack->acked_pkts;
+	if (have_rtt) {
+		double s = (double)ack->rtt_ns;
+
+		m->srtt = m->have_rtt ? m->srtt + (s - m->srtt) / 8.0 : s;
+		if (!m->have_rtt || s < m->min_rtt)
+			m->min_rtt = s;
+		m->have_rtt = true;
+	}
+	if (ack->path < cc->p.n_paths)
+		mr_mrcc_path_update(cc, ack->path, (uint16_t)(frac * 65535.0 + 0.5), ack->rtt_ns,
+				    have_rtt, now);
+	else
+		m->bad_acks++;
+
+	/* DCTCP: one alpha update per observation window of ~one RTT. */
+	m->win_acked += ack->acked_bytes;
+	m->win_ce += frac * ack->acked_bytes;
+	if (now >= m->win_end) {
+		if (m->win_acked > 0) {
+			double f = m->win_ce / m->win_acked;
+
+			m->alpha = (1.0 - MR_MRCC_DCTCP_G) * m->alpha + MR_MRCC_DCTCP_G * f;
+			if (f > 0)
+				ecn_factor = 1.0 - m->alpha / 2.0;
+		}
+		m->win_acked = 0;
+		m->win_ce = 0;
+		m->win_end = now + (uint64_t)m->srtt;
+	}
+	/* Swift: delay above target asks for a cut proportional to the excess. */
+	if (have_rtt && ack->rtt_ns >= m->target) {
+		double ex = (double)(ack->rtt_ns - m->target) / (double)ack->rtt_ns;
+
+		delay_factor = 1.0 - MR_MRCC_BETA * ex;
+		if (delay_factor < 1.0 - MR_MRCC_MAX_MDF)
+			delay_factor = 1.0 - MR_MRCC_MAX_MDF;
+	}
+	if (ecn_factor < 1.0 || delay_factor < 1.0) {
+		if (mr_mrcc_cut(m, now, ecn_factor < delay_factor ? ecn_factor : delay_factor)) {
+			if (ecn_factor < delay_factor)
+				m->ecn_cuts++;
+			else
+				m->delay_cuts++;
+		}
+	} else if (ce == 0 && (!have_rtt || ack->rtt_ns < m->target)) {
+		/* Additive increase: ai bytes per RTT worth of acknowledgements. */
+		m->cwnd += m->ai * (double)ack->acked_bytes / m->cwnd;
+	}
+	mr_mrcc_publish(cc, now);
+}
+
+static void mr_mrcc_on_send(struct mr_cc *cc, uint64_t now, uint32_t bytes, uint16_t path)
+{
+	(void)cc, (void)now, (void)bytes, (void)path;
+}
+
+static void mr_mrcc_on_cnp(struct mr_cc *cc, uint64_t now)
+{
+	/* A CNP (plain RoCE peer path) is an ECN signal for the whole window. */
+	struct mr_mrcc *m = mc(cc);
+
+	if (mr_mrcc_cut(m, now, 1.0 - m->alpha / 2.0))
+		m->ecn_cuts++;
+	mr_mrcc_publish(cc, now);
+}
+
+static void mr_mrcc_on_loss(struct mr_cc *cc, uint64_t now, uint32_t bytes, uint16_t path)
+{
+	struct mr_mrcc *m = mc(cc);
+
+	(void)bytes;
+	/* A lost packet marks its path as if every packet on it had been CE-marked. */
+	if (path < cc->p.n_paths)
+		mr_mrcc_path_update(cc, path, UINT16_MAX, 0, false, now);
+	if (mr_mrcc_cut(m, now, 1.0 - MR_MRCC_MAX_MDF))
+		m->loss_cuts++;
+	mr_mrcc_publish(cc, now);
+}
+
+static void mr_mrcc_on_timeout(struct mr_cc *cc, uint64_t now)
+{
+	struct mr_mrcc *m = mc(cc);
+
+	m->cwnd *= 0.5;
+	m->last_cut = now;
+	m->have_cut = true;
+	m->timeouts++;
+	mr_mrcc_publish(cc, now);
+}
+
+static uint64_t mr_mrcc_next_timer(const struct mr_cc *cc)
+{
+	return mc_c(cc)->decay_deadline;
+}
+
+static void mr_mrcc_on_timer(struct mr_cc *cc, uint64_t now)
+{
+	struct mr_mrcc *m = mc(cc);
+	bool any = false;
+	uint16_t i;
+
+	if (now < m->decay_deadline)
+		return;
+	for (i = 0; i < cc->p.n_paths; i++) {
+		uint32_t pen = cc->path_penalty[i];
+		uint32_t ce = pen >> 16, dly = pen & 0xffffu;
+
+		ce -= (ce + 7) / 8;
+		dly -= (dly + 7) / 8;
+		cc->path_penalty[i] = (ce << 16) | dly;
+		any |= cc->path_penalty[i] != 0;
+	}
+	m->decay_deadline = any ? now + m->base_rtt : UINT64_MAX;
+}
+
+const struct mr_cc_ops mr_cc_metaroce_ops = {
+	.name = "metaroce",
+	.init = mr_mrcc_init,
+	.on_send = mr_mrcc_on_send,
+	.on_ack = mr_mrcc_on_ack,
+	.on_cnp = mr_mrcc_on_cnp,
+	.on_loss = mr_mrcc_on_loss,
+	.on_timeout = mr_mrcc_on_timeout,
+	.next_timer = mr_mrcc_next_timer,
+	.on_timer = mr_mrcc_on_timer,
+};
