@@ -1,0 +1,436 @@
+/* SPDX-License-Identifier: MIT
+ * metaroced backend: the shm server's ops over the RC transport (see backend.h).
+ */
+#include "backend.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+/* A QP wrapper: the transport QP plus list linkage for the stats sums. */
+struct be_qp {
+	struct mr_qp *qp;
+	struct be_qp *next, *prev;
+};
+
+struct mr_backend {
+	struct mr_backend_conf conf;
+	bool port_up;
+	uint8_t gid[MRC_MAX_GIDS][16];
+	unsigned int ngid;
+	struct be_qp *qps;
+	unsigned int nqp;
+	struct mr_qp_stats retired;  /* counters of destroyed QPs, so totals never go back */
+};
+
+static void stats_add(struct mr_qp_stats *sum, const struct mr_qp_stats *s)
+{
+	const uint64_t *src = (const uint64_t *)s;
+	uint64_t *dst = (uint64_t *)sum;
+	size_t i;
+
+	/* struct mr_qp_stats is all uint64_t counters. */
+	for (i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
+		dst[i] += src[i];
+}
+
+static const uint8_t v4_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+static bool gid_is_v4(const uint8_t gid[16])
+{
+	return memcmp(gid, v4_prefix, sizeof(v4_prefix)) == 0;
+}
+
+struct mr_backend *mr_backend_create(const struct mr_backend_conf *conf)
+{
+	struct mr_backend *be;
+
+	if (conf == NULL || conf->ctx == NULL || (!conf->has_ipv4 && !conf->has_ipv6)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	be = calloc(1, sizeof(*be));
+	if (be == NULL)
+		return NULL;
+	be->conf = *conf;
+	/* GID 0: the IPv6 address, or the link-local GID from the MAC (EUI-64, RFC 4291 app. A),
+	 * as the kernel's default GID table does; GID 1: IPv4-mapped (A17.4.5.1), as rxe. */
+	if (conf->has_ipv6) {
+		memcpy(be->gid[0], conf->ipv6, 16);
+	} else {
+		uint8_t *g = be->gid[0];
+
+		g[0] = 0xfe;
+		g[1] = 0x80;
+		g[8] = conf->mac[0] ^ 0x02;
+		g[9] = conf->mac[1];
+		g[10] = conf->mac[2];
+		g[11] = 0xff;
+		g[12] = 0xfe;
+		g[13] = conf->mac[3];
+		g[14] = conf->mac[4];
+		g[15] = conf->mac[5];
+	}
+	be->ngid = 1;
+	if (conf->has_ipv4) {
+		memcpy(be->gid[1], v4_prefix, 12);
+		memcpy(be->gid[1] + 12, conf->ipv4, 4);
+		be->ngid = 2;
+	}
+	return be;
+}
+
+void mr_backend_destroy(struct mr_backend *be)
+{
+	if (be == NULL)
+		return;
+	while (be->qps != NULL) {
+		struct be_qp *q = be->qps;
+
+		be->qps = q->next;
+		mr_qp_destroy(q->qp);
+		free(q);
+	}
+	free(be);
+}
+
+void mr_backend_set_port_up(struct mr_backend *be, bool up)
+{
+	be->port_up = up;
+}
+
+unsigned int mr_backend_gids(const struct mr_backend *be, uint8_t gid[MRC_MAX_GIDS][16])
+{
+	memcpy(gid, be->gid, sizeof(be->gid));
+	return be->ngid;
+}
+
+bool mr_backend_is_local_gid(const struct mr_backend *be, const uint8_t gid[16])
+{
+	if (gid_is_v4(gid))
+		return be->conf.has_ipv4 && memcmp(gid + 12, be->conf.ipv4, 4) == 0;
+	return be->conf.has_ipv6 && memcmp(gid, be->conf.ipv6, 16) == 0;
+}
+
+uint16_t mr_backend_udp_sport(uint16_t base, uint32_t lqpn, uint32_t rqpn)
+{
+	/* Same fold as the flow label rxe derives from the QPN pair (IBA A17.3.3 asks only that
+	 * one flow keep one port so that ECMP keeps it in order). */
+	uint64_t v = (uint64_t)(lqpn & 0xffffff) * (rqpn & 0xffffff);
+	uint32_t fl, span = 0x4000;
+
+	v ^= v >> 20;
+	v ^= v >> 40;
+	fl = (uint32_t)(v & 0xfffff);
+	fl ^= fl >> 14;
+	if (65536u - base < span)
+		span = 65536u - base;
+	return (uint16_t)(base + (fl & 0x3fff) % span);
+}
+
+int mr_backend_make_path(const struct mr_backend *be, const struct mrc_path *app, uint32_t lqpn,
+			 uint32_t rqpn, struct mr_path *out)
+{
+	static const uint8_t zero[16];
+	bool v4 = gid_is_v4(app->dgid);
+
+	if (memcmp(app->dgid, zero, 16) == 0 || (!v4 && app->dgid[0] == 0xff) ||
+	    (v4 && (app->dgid[12] & 0xf0) == 0xe0) ||
+	    (v4 && memcmp(app->dgid + 12, "\xff\xff\xff\xff", 4) == 0))
+		return -EINVAL;
+	if ((v4 && !be->conf.has_ipv4) || (!v4 && !be->conf.has_ipv6))
+		return -EAFNOSUPPORT;
+	memset(out, 0, sizeof(*out));
+	memcpy(out->smac, be->conf.mac, 6);
+	/* dmac is filled per packet by the engine from the neighbour cache. */
+	out->vlan = be->conf.vlan;
+	out->vlan_tci = be->conf.vlan_tci;
+	out->ipv6 = !v4;
+	memcpy(out->sgid, v4 ? be->gid[1] : be->gid[0], 16);
+	memcpy(out->dgid, app->dgid, 16);
+	out->tclass = app->tclass ? app->tclass : be->conf.tclass;
+	out->ttl = app->ttl ? app->ttl : 64; /* rxe's choice, see DESIGN.md */
+	out->flow_label = app->flow_label & 0xfffff;
+	out->udp_sport = app->udp_sport ? app->udp_sport :
+		mr_backend_udp_sport(be->conf.udp_sport_base, lqpn, rqpn);
+	return 0;
+}
+
+unsigned int mr_backend_qp_stats_sum(const struct mr_backend *be, struct mr_qp_stats *sum)
+{
+	const struct be_qp *q;
+	unsigned int n = 0;
+
+	*sum = be->retired;
+	for (q = be->qps; q != NULL; q = q->next) {
+		struct mr_qp_stats s;
+
+		if (mr_qp_get_stats(q->qp, &s) < 0)
+			continue;
+		stats_add(sum, &s);
+		n++;
+	}
+	return n;
+}
+
+/* ---- ops ---- */
+
+static int b_query_port(void *bep, struct mrc_port_attr *a)
+{
+	struct mr_backend *be = bep;
+
+	memset(a, 0, sizeof(*a));
+	a->state = be->port_up ? MRC_PORT_ACTIVE : MRC_PORT_DOWN;
+	a->active_mtu = be->conf.ib_mtu;
+	a->max_mtu = be->conf.ib_mtu;
+	memcpy(a->mac, be->conf.mac, 6);
+	a->gid_count = mr_backend_gids(be, a->gid);
+	a->max_qp = be->conf.max_qp;
+	a->max_qp_wr = 16384;
+	a->max_cq = be->conf.max_cq;
+	a->max_cqe = 65536;
+	a->max_mr = be->conf.max_mr;
+	a->max_pd = be->conf.max_mr;
+	a->max_sge = MR_MAX_SGE;
+	a->max_inline_data = 256;
+	a->max_mr_size = 1ull << 40;
+	return 0;
+}
+
+static int b_alloc_pd(void *bep, void **pd)
+{
+	struct mr_backend *be = bep;
+
+	errno = 0;
+	*pd = mr_pd_alloc(be->conf.ctx);
+	return *pd != NULL ? 0 : (errno ? -errno : -ENOMEM);
+}
+
+static int b_dealloc_pd(void *bep, void *pd)
+{
+	(void)bep;
+	return mr_pd_free(pd);
+}
+
+static int b_reg_mr(void *bep, void *pd, void *host, uint64_t iova, uint64_t len,
+		    uint32_t access, void **mr, uint32_t *lkey, uint32_t *rkey)
+{
+	struct mr_memreg *m;
+
+	(void)bep;
+	errno = 0;
+	/* host: our mapping of the app's memfd; iova: the app's address (zero copy). */
+	m = mr_reg(pd, host, iova, len, access);
+	if (m == NULL)
+		return errno ? -errno : -ENOMEM;
+	*mr = m;
+	*lkey = mr_memreg_lkey(m);
+	*rkey = mr_memreg_rkey(m);
+	return 0;
+}
+
+static int b_dereg_mr(void *bep, void *mr)
+{
+	(void)bep;
+	return mr_dereg(mr);
+}
+
+static int b_create_cq(void *bep, uint32_t depth, void **cq)
+{
+	struct mr_backend *be = bep;
+
+	errno = 0;
+	*cq = mr_cq_create(be->conf.ctx, depth);
+	return *cq != NULL ? 0 : (errno ? -errno : -ENOMEM);
+}
+
+static int b_destroy_cq(void *bep, void *cq)
+{
+	(void)bep;
+	return mr_cq_destroy(cq);
+}
+
+static int b_poll_cq(void *bep, void *cq, int n, struct mr_wc *wc)
+{
+	(void)bep;
+	return mr_cq_poll(cq, n, wc);
+}
+
+static int b_create_qp(void *bep, void *pd, void *send_cq, void *recv_cq,
+		       const struct mr_shm_qp_caps *caps, void **qp, uint32_t *qp_num)
+{
+	struct mr_backend *be = bep;
+	struct mr_qp_init_attr ia = {
+		.pd = pd, .send_cq = send_cq, .recv_cq = recv_cq,
+		.max_send_wr = caps->max_send_wr, .max_recv_wr = caps->max_recv_wr,
+		.max_inline_data = caps->max_inline_data, .sq_sig_all = caps->sq_sig_all,
+	};
+	struct be_qp *q = calloc(1, sizeof(*q));
+
+	if (q == NULL)
+		return -ENOMEM;
+	errno = 0;
+	q->qp = mr_qp_create(be->conf.ctx, &ia);
+	if (q->qp == NULL) {
+		int err = errno ? -errno : -ENOMEM;
+
+		free(q);
+		return err;
+	}
+	q->next = be->qps;
+	if (be->qps != NULL)
+		be->qps->prev = q;
+	be->qps = q;
+	be->nqp++;
+	*qp = q;
+	*qp_num = mr_qp_num(q->qp);
+	mr_log(MR_LOG_INFO, "QP %u created", *qp_num);
+	return 0;
+}
+
+static int b_destroy_qp(void *bep, void *qp)
+{
+	struct mr_backend *be = bep;
+	struct be_qp *q = qp;
+	struct mr_qp_stats s;
+	bool have = mr_qp_get_stats(q->qp, &s) == 0;
+	int rc = mr_qp_destroy(q->qp);
+
+	if (rc < 0)
+		return rc;
+	if (have)
+		stats_add(&be->retired, &s);
+	if (q->prev != NULL)
+		q->prev->next = q->next;
+	else
+		be->qps = q->next;
+	if (q->next != NULL)
+		q->next->prev = q->prev;
+	be->nqp--;
+	free(q);
+	return 0;
+}
+
+static void path_to_app(const struct mr_path *p, struct mrc_path *a)
+{
+	memset(a, 0, sizeof(*a));
+	memcpy(a->smac, p->smac, 6);
+	memcpy(a->dmac, p->dmac, 6);
+	a->vlan = p->vlan;
+	a->ipv6 = p->ipv6;
+	a->vlan_tci = p->vlan_tci;
+	memcpy(a->sgid, p->sgid, 16);
+	memcpy(a->dgid, p->dgid, 16);
+	a->tclass = p->tclass;
+	a->ttl = p->ttl;
+	a->udp_sport = p->udp_sport;
+	a->flow_label = p->flow_label;
+}
+
+static int b_modify_qp(void *bep, void *qp, const struct mrc_qp_attr *a, uint32_t mask)
+{
+	struct mr_backend *be = bep;
+	struct be_qp *q = qp;
+	struct mr_qp_attr cur, na;
+	int rc;
+
+	if (mask & ~(uint32_t)MRC_QP_ATTR_MASK_ALL)
+		return -EINVAL;
+	memset(&na, 0, sizeof(na));
+	na.qp_state = (enum mr_qp_state)a->qp_state;
+	na.qp_access_flags = a->qp_access_flags;
+	na.pkey_index = a->pkey_index;
+	na.path_mtu = a->path_mtu;
+	na.dest_qp_num = a->dest_qp_num;
+	na.rq_psn = a->rq_psn;
+	na.sq_psn = a->sq_psn;
+	na.max_dest_rd_atomic = a->max_dest_rd_atomic;
+	na.max_rd_atomic = a->max_rd_atomic;
+	na.min_rnr_timer = a->min_rnr_timer;
+	na.timeout = a->timeout;
+	na.retry_cnt = a->retry_cnt;
+	na.rnr_retry = a->rnr_retry;
+	if (mask & MRC_QP_PATH) {
+		uint32_t rqpn = a->dest_qp_num;
+
+		/* The source port folds in the remote QPN, normally set in the same RTR call. */
+		if (!(mask & MRC_QP_DEST_QPN) && mr_qp_query(q->qp, &cur) == 0)
+			rqpn = cur.dest_qp_num;
+		rc = mr_backend_make_path(be, &a->path, mr_qp_num(q->qp), rqpn, &na.path);
+		if (rc < 0)
+			return rc;
+	}
+	rc = mr_qp_modify(q->qp, &na, mask);
+	if (rc < 0)
+		return rc;
+	if ((mask & MRC_QP_PATH) && be->conf.on_path != NULL)
+		be->conf.on_path(be->conf.on_path_arg, na.path.dgid);
+	if (mask & MRC_QP_STATE)
+		mr_log(MR_LOG_INFO, "QP %u -> state %u", mr_qp_num(q->qp), a->qp_state);
+	return 0;
+}
+
+static int b_query_qp(void *bep, void *qp, struct mrc_qp_attr *a)
+{
+	struct be_qp *q = qp;
+	struct mr_qp_attr c;
+	int rc;
+
+	(void)bep;
+	rc = mr_qp_query(q->qp, &c);
+	if (rc < 0)
+		return rc;
+	memset(a, 0, sizeof(*a));
+	a->qp_state = c.qp_state;
+	a->qp_access_flags = c.qp_access_flags;
+	a->pkey_index = c.pkey_index;
+	a->max_dest_rd_atomic = c.max_dest_rd_atomic;
+	a->max_rd_atomic = c.max_rd_atomic;
+	a->path_mtu = c.path_mtu;
+	a->dest_qp_num = c.dest_qp_num;
+	a->rq_psn = c.rq_psn;
+	a->sq_psn = c.sq_psn;
+	a->min_rnr_timer = c.min_rnr_timer;
+	a->timeout = c.timeout;
+	a->retry_cnt = c.retry_cnt;
+	a->rnr_retry = c.rnr_retry;
+	path_to_app(&c.path, &a->path);
+	return 0;
+}
+
+static int b_post_send(void *bep, void *qp, const struct mr_send_wr *wr)
+{
+	(void)bep;
+	/* The transport copies inline payloads during the call (rc.h), as the server requires. */
+	return mr_post_send(((struct be_qp *)qp)->qp, wr);
+}
+
+static int b_post_recv(void *bep, void *qp, const struct mr_recv_wr *wr)
+{
+	(void)bep;
+	return mr_post_recv(((struct be_qp *)qp)->qp, wr);
+}
+
+static const struct mr_shm_backend_ops be_ops = {
+	.query_port = b_query_port,
+	.alloc_pd = b_alloc_pd,
+	.dealloc_pd = b_dealloc_pd,
+	.reg_mr = b_reg_mr,
+	.dereg_mr = b_dereg_mr,
+	.create_cq = b_create_cq,
+	.destroy_cq = b_destroy_cq,
+	.poll_cq = b_poll_cq,
+	.create_qp = b_create_qp,
+	.modify_qp = b_modify_qp,
+	.query_qp = b_query_qp,
+	.destroy_qp = b_destroy_qp,
+	.post_send = b_post_send,
+	.post_recv = b_post_recv,
+};
+
+const struct mr_shm_backend_ops *mr_backend_ops(void)
+{
+	return &be_ops;
+}

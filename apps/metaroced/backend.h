@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT
+ * The shm server's backend in metaroced: PD/MR/CQ/QP calls from apps mapped 1:1 onto the RC
+ * transport (stack/transport/rc.h), plus what only the daemon knows: its MAC, IP addresses and
+ * GIDs, traffic class and UDP source-port entropy, which it puts into every QP's path.
+ * DPDK-free (unit-tested without EAL). Single-threaded, like the transport ctx it wraps.
+ */
+#ifndef MR_DAEMON_BACKEND_H
+#define MR_DAEMON_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "metaroce/metaroce.h"
+#include "shm/shm_server.h"
+#include "transport/rc.h"
+
+struct mr_backend_conf {
+	struct mr_ctx *ctx;          /* the engine's transport context (not owned) */
+	uint8_t mac[6];
+	bool has_ipv4;
+	uint8_t ipv4[4];
+	bool has_ipv6;
+	uint8_t ipv6[16];
+	bool vlan;
+	uint16_t vlan_tci;           /* PCP << 13 | VID */
+	uint8_t tclass;              /* DSCP << 2 | ECN for RoCE data (A17.9.1) */
+	uint16_t udp_sport_base;
+	uint32_t ib_mtu;             /* active IB MTU (A17.4.1) */
+	uint32_t max_qp, max_mr, max_cq;
+	/* Called when a QP gets a path, so that the engine resolves the peer's MAC before the first
+	 * packet; may be NULL. */
+	void (*on_path)(void *arg, const uint8_t dgid[16]);
+	void *on_path_arg;
+};
+
+struct mr_backend;
+
+/* NULL + errno (EINVAL: no ctx or no address; ENOMEM). */
+struct mr_backend *mr_backend_create(const struct mr_backend_conf *conf);
+/* Destroys the QPs the server left behind (normally none: destroy the server first). */
+void mr_backend_destroy(struct mr_backend *be);
+/* The ops table for struct mr_shm_server_params (backend pointer: the struct mr_backend). */
+const struct mr_shm_backend_ops *mr_backend_ops(void);
+void mr_backend_set_port_up(struct mr_backend *be, bool up);
+
+/* Our GIDs as query_port reports them: index 0 the IPv6 address (or the fe80:: EUI-64 link-local
+ * one), index 1 the IPv4-mapped GID (as rxe). Returns the count. */
+unsigned int mr_backend_gids(const struct mr_backend *be, uint8_t gid[MRC_MAX_GIDS][16]);
+/* True if gid is one of ours (frames to it are looped back, never sent). */
+bool mr_backend_is_local_gid(const struct mr_backend *be, const uint8_t gid[16]);
+
+/* UDP source port of a QP (A17.3.3: fixed per flow, as rxe): base + a fold of the QPN pair into
+ * [base, min(base + 0x4000, 65536)). */
+uint16_t mr_backend_udp_sport(uint16_t base, uint32_t lqpn, uint32_t rqpn);
+/* Build the QP's path from the app's (only dgid, ttl, tclass, flow_label and udp_sport are
+ * taken; zero means "daemon default") and the daemon's own addressing. An IPv4-mapped dgid
+ * selects IPv4 framing. -EAFNOSUPPORT if we have no address of the dgid's family, -EINVAL for an
+ * unspecified or multicast dgid. */
+int mr_backend_make_path(const struct mr_backend *be, const struct mrc_path *app, uint32_t lqpn,
+			 uint32_t rqpn, struct mr_path *out);
+
+/* Sum of every QP's counters, destroyed ones included. Returns the number of live QPs. */
+unsigned int mr_backend_qp_stats_sum(const struct mr_backend *be, struct mr_qp_stats *sum);
+
+#endif

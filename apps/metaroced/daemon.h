@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT
+ * metaroced: the state of one daemon (one port, one engine lcore, one transport context) and the
+ * functions of its engine loop. DPDK objects are opaque here; engine*.c include DPDK.
+ */
+#ifndef MR_DAEMON_DAEMON_H
+#define MR_DAEMON_DAEMON_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config.h"
+#include "wire/roce_pkt.h"
+
+struct rte_mbuf;
+struct rte_mempool;
+struct mr_dpdk_port;
+struct mr_ctx;
+struct mr_backend;
+struct mr_shm_server;
+struct mr_neigh;
+struct mr_pcap_writer;
+
+/* Frames built while the peer's MAC is unknown wait here (the QP's output is held, not dropped,
+ * until ARP/ND answers or gives up). */
+#define MR_HELD_MAX 1024
+#define MR_RX_BURST 32
+#define MR_TX_BUDGET 64        /* transport packets per loop iteration, so rx keeps up */
+#define MR_IDLE_SPINS 256      /* empty iterations before the idle back-off sleeps */
+
+struct mr_held {
+	struct rte_mbuf *m;
+	uint8_t gid[16];
+};
+
+struct mr_engine_stats {
+	uint64_t iterations, idle_sleeps;
+	uint64_t rx_frames, rx_bytes;
+	uint64_t rx_neigh;          /* ARP/ND frames consumed by the neighbour module */
+	uint64_t rx_roce;           /* parsed and handed to the transport */
+	uint64_t rx_not_for_us;     /* unicast to another MAC, or a GID that is not ours */
+	uint64_t rx_own_echo;       /* our own frames seen again (shared segment) */
+	uint64_t rx_too_long;       /* multi-segment frame larger than the scratch buffer */
+	uint64_t parse_drop[MR_PARSE_NR_RESULTS];
+	uint64_t tx_frames, tx_bytes;
+	uint64_t tx_neigh;          /* ARP/ND requests and replies */
+	uint64_t tx_loopback;       /* frames to our own GID, delivered in software */
+	uint64_t tx_nombuf;         /* no mbuf: the packet is lost, RC retransmits it */
+	uint64_t tx_build_err;
+	uint64_t held, held_sent;
+	uint64_t held_dropped;      /* peer unreachable, or the hold queue was full */
+	uint64_t timer_runs;
+};
+
+struct mr_daemon {
+	struct mr_daemon_config cfg;
+	const char *sock_path;
+	uint32_t idle_sleep_us;
+	uint32_t ctl_every;
+	uint64_t stats_every_ns;
+
+	struct mr_dpdk_port *port;
+	struct rte_mempool *txpool;
+	uint32_t max_frame;
+	uint8_t mac[6];
+	struct mr_ctx *ctx;
+	struct mr_backend *be;
+	struct mr_shm_server *srv;
+	struct mr_neigh *neigh;
+	struct mr_pcap_writer *pcap;
+
+	volatile sig_atomic_t *stop;
+	volatile sig_atomic_t *dump;
+
+	uint16_t ip_id;
+	bool tx_pending;            /* frames queued in the port's tx buffer this iteration */
+	struct mr_held held[MR_HELD_MAX];
+	unsigned int nheld;
+	uint64_t held_next_check;   /* held frames are re-examined at most every ms (or on ARP) */
+	/* One-entry lookup cache in front of the neighbour table (most traffic goes to one peer). */
+	uint8_t lk_gid[16];
+	uint8_t lk_mac[6];
+	uint64_t lk_until;
+
+	uint8_t *scratch;           /* max_frame bytes: rx copies of chained mbufs, loopback */
+	struct mr_engine_stats st;
+};
+
+/* Monotonic nanoseconds (the transport's and the neighbour module's clock). */
+uint64_t mr_now_ns(void);
+
+/* engine.c: run until *d->stop. Returns 0. */
+int mr_engine_run(struct mr_daemon *d);
+/* engine_rx.c: one received frame (ARP/ND -> neighbour module, RoCE -> transport). */
+void mr_engine_rx_frame(struct mr_daemon *d, const uint8_t *frame, uint32_t len, uint64_t now);
+/* RoCE part of the rx path (also used for frames looped back to our own GID). */
+void mr_engine_rx_roce(struct mr_daemon *d, const uint8_t *frame, uint32_t len, uint64_t now);
+/* engine_tx.c */
+/* Send a ready frame (ARP/ND) by copy. 0 or negative errno. */
+int mr_engine_tx_copy(struct mr_daemon *d, const uint8_t *frame, uint32_t len);
+/* Drain the transport's output (at most budget packets). Returns the number produced. */
+unsigned int mr_engine_tx_transport(struct mr_daemon *d, uint64_t now, unsigned int budget);
+/* Send held frames whose peer resolved; drop those whose peer is unreachable. */
+unsigned int mr_engine_release_held(struct mr_daemon *d, uint64_t now);
+/* Start resolving gid now (backend on_path hook). */
+void mr_engine_resolve(void *arg, const uint8_t gid[16]);
+/* Neighbour retransmissions / probes that are due. */
+unsigned int mr_engine_neigh_poll(struct mr_daemon *d, uint64_t now);
+/* Record a frame in the pcap file, if any. */
+void mr_engine_pcap(struct mr_daemon *d, const uint8_t *frame, uint32_t len);
+/* Free held mbufs (shutdown). */
+void mr_engine_free_held(struct mr_daemon *d);
+/* stats.c: one block of "metaroced stats:" lines (final: the exit line). */
+void mr_stats_print(struct mr_daemon *d, FILE *f, bool final);
+
+#endif

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT
+ * metaroced engine loop (one lcore, run to completion, l2fwd style): rx burst -> neighbour /
+ * transport; shm data path every iteration, shm control path every ctl_every iterations;
+ * transport timers; transport output -> tx; flush; idle back-off.
+ */
+#include <time.h>
+
+#include <rte_mbuf.h>
+
+#include "daemon.h"
+#include "dpdk/dpdk_port.h"
+#include "shm/shm_server.h"
+#include "transport/rc.h"
+
+uint64_t mr_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static unsigned int rx_burst(struct mr_daemon *d, uint64_t now)
+{
+	struct rte_mbuf *bufs[MR_RX_BURST];
+	uint16_t n = mr_dpdk_port_rx_burst(d->port, 0, bufs, MR_RX_BURST);
+	uint16_t i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t len;
+		const uint8_t *f = mr_dpdk_mbuf_frame(bufs[i], d->scratch, d->max_frame, &len);
+
+		if (f != NULL)
+			mr_engine_rx_frame(d, f, len, now);
+		else
+			d->st.rx_too_long++;
+		rte_pktmbuf_free(bufs[i]);
+	}
+	return n;
+}
+
+static void idle_sleep(uint32_t us)
+{
+	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
+int mr_engine_run(struct mr_daemon *d)
+{
+	uint64_t next_stats = d->stats_every_ns ? mr_now_ns() + d->stats_every_ns : UINT64_MAX;
+	unsigned int idle = 0;
+	uint32_t ctl_count = 0;
+
+	while (!*d->stop) {
+		uint64_t now = mr_now_ns();
+		unsigned int work = 0;
+		int r;
+
+		d->st.iterations++;
+		work += rx_burst(d, now);
+		/* When idling the loop is slow anyway, so control requests are served every time. */
+		if (++ctl_count >= d->ctl_every || idle >= MR_IDLE_SPINS) {
+			ctl_count = 0;
+			r = mr_shm_server_poll_ctl(d->srv);
+			work += r > 0 ? (unsigned int)r : 0;
+		}
+		r = mr_shm_server_poll_data(d->srv);
+		work += r > 0 ? (unsigned int)r : 0;
+		if (mr_ctx_next_expiry(d->ctx) <= now) {
+			mr_ctx_on_timer(d->ctx, now);
+			d->st.timer_runs++;
+			work++;
+		}
+		work += mr_engine_neigh_poll(d, now);
+		work += mr_engine_tx_transport(d, now, MR_TX_BUDGET);
+		if (d->tx_pending) {
+			mr_dpdk_port_tx_flush(d->port, 0);
+			d->tx_pending = false;
+		}
+		/* Completions the transport produced this iteration reach the apps' rings now,
+		 * not one idle sleep later. */
+		if (work > 0) {
+			r = mr_shm_server_poll_data(d->srv);
+			(void)r;
+		}
+		if (*d->dump) {
+			*d->dump = 0;
+			mr_stats_print(d, stdout, false);
+		}
+		if (now >= next_stats) {
+			mr_stats_print(d, stdout, false);
+			next_stats = now + d->stats_every_ns;
+		}
+		if (work > 0) {
+			idle = 0;
+		} else if (idle < MR_IDLE_SPINS) {
+			idle++;
+		} else if (d->idle_sleep_us > 0) {
+			d->st.idle_sleeps++;
+			idle_sleep(d->idle_sleep_us);
+		}
+	}
+	return 0;
+}

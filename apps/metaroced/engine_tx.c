@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT
+ * metaroced tx path: transport output -> destination MAC from the neighbour cache -> frame built
+ * straight into an mbuf -> port tx buffer. Frames to a peer whose MAC is not known yet are held
+ * (in order) until ARP/ND answers; frames to our own GID are looped back in software.
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include <rte_mbuf.h>
+
+#include "daemon.h"
+#include "backend.h"
+#include "dpdk/dpdk_port.h"
+#include "dpdk/neigh.h"
+#include "pcap_file.h"
+#include "transport/rc.h"
+
+/* How long a successful lookup is reused without asking the neighbour table again; the table
+ * keeps using a stale MAC while it re-validates anyway (neigh.h, PROBE state). */
+#define LOOKUP_CACHE_NS 100000000ull
+#define HELD_CHECK_NS 1000000ull
+
+void mr_engine_pcap(struct mr_daemon *d, const uint8_t *frame, uint32_t len)
+{
+	struct timespec ts;
+
+	if (d->pcap == NULL)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	/* -ENOSPC past the size cap: the writer counts the drops itself. */
+	(void)mr_pcap_writer_write(d->pcap, frame, len,
+				   (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
+}
+
+static void send_mbuf(struct mr_daemon *d, struct rte_mbuf *m)
+{
+	uint32_t len = rte_pktmbuf_pkt_len(m);
+
+	mr_engine_pcap(d, rte_pktmbuf_mtod(m, const uint8_t *), len);
+	if (mr_dpdk_port_tx(d->port, 0, m) < 0) {
+		rte_pktmbuf_free(m);
+		d->st.tx_nombuf++;
+		return;
+	}
+	d->st.tx_frames++;
+	d->st.tx_bytes += len;
+	d->tx_pending = true;
+}
+
+int mr_engine_tx_copy(struct mr_daemon *d, const uint8_t *frame, uint32_t len)
+{
+	struct rte_mbuf *m = mr_dpdk_port_mbuf_from_frame(d->port, frame, len);
+
+	if (m == NULL) {
+		d->st.tx_nombuf++;
+		return -ENOBUFS;
+	}
+	d->st.tx_neigh++;
+	send_mbuf(d, m);
+	return 0;
+}
+
+static int lookup(struct mr_daemon *d, const uint8_t gid[16], uint64_t now, uint8_t mac[6])
+{
+	int rc;
+
+	if (now < d->lk_until && memcmp(gid, d->lk_gid, 16) == 0) {
+		memcpy(mac, d->lk_mac, 6);
+		return 0;
+	}
+	rc = mr_neigh_lookup(d->neigh, gid, now, mac);
+	if (rc == 0) {
+		memcpy(d->lk_gid, gid, 16);
+		memcpy(d->lk_mac, mac, 6);
+		d->lk_until = now + LOOKUP_CACHE_NS;
+	}
+	return rc;
+}
+
+static void solicit(struct mr_daemon *d, const uint8_t gid[16], uint64_t now)
+{
+	uint8_t buf[MR_NEIGH_FRAME_MAX];
+	int len = mr_neigh_solicit(d->neigh, gid, now, buf, sizeof(buf));
+
+	if (len > 0)
+		mr_engine_tx_copy(d, buf, (uint32_t)len);
+}
+
+void mr_engine_resolve(void *arg, const uint8_t gid[16])
+{
+	struct mr_daemon *d = arg;
+	uint64_t now = mr_now_ns();
+	uint8_t mac[6];
+
+	if (mr_backend_is_local_gid(d->be, gid))
+		return;
+	if (lookup(d, gid, now, mac) == -EAGAIN)
+		solicit(d, gid, now);
+}
+
+unsigned int mr_engine_neigh_poll(struct mr_daemon *d, uint64_t now)
+{
+	uint8_t buf[MR_NEIGH_FRAME_MAX];
+	unsigned int n = 0;
+	int len;
+
+	if (now < mr_neigh_next_timeout(d->neigh))
+		return 0;
+	while ((len = mr_neigh_poll(d->neigh, now, buf, sizeof(buf))) > 0) {
+		mr_engine_tx_copy(d, buf, (uint32_t)len);
+		n++;
+	}
+	return n;
+}
+
+unsigned int mr_engine_release_held(struct mr_daemon *d, uint64_t now)
+{
+	unsigned int i, j = 0, sent = 0;
+
+	/* In queue order, so that one QP's packets keep their PSN order (IBA 9.7.1 would treat a
+	 * reordering as loss and go back N). */
+	for (i = 0; i < d->nheld; i++) {
+		struct mr_held h = d->held[i];
+		uint8_t mac[6];
+		int rc = lookup(d, h.gid, now, mac);
+
+		if (rc == 0) {
+			memcpy(rte_pktmbuf_mtod(h.m, uint8_t *), mac, 6);
+			send_mbuf(d, h.m);
+			d->st.held_sent++;
+			sent++;
+		} else if (rc == -EAGAIN) {
+			d->held[j++] = h;
+		} else {
+			/* Unreachable: RC's retry counter (C9-141) will end the QP in error. */
+			rte_pktmbuf_free(h.m);
+			d->st.held_dropped++;
+		}
+	}
+	d->nheld = j;
+	return sent;
+}
+
+void mr_engine_free_held(struct mr_daemon *d)
+{
+	unsigned int i;
+
+	for (i = 0; i < d->nheld; i++)
+		rte_pktmbuf_free(d->held[i].m);
+	d->nheld = 0;
+}
+
+static void loopback(struct mr_daemon *d, struct mr_path *path, const struct mr_tx_pkt *pkt,
+		     uint64_t now)
+{
+	int len;
+
+	memcpy(path->dmac, d->mac, 6);
+	len = mr_frame_build(d->scratch, d->max_frame, path, d->ip_id++, &pkt->hdr, pkt->iov,
+			     pkt->niov);
+	if (len < 0) {
+		d->st.tx_build_err++;
+		return;
+	}
+	d->st.tx_loopback++;
+	mr_engine_pcap(d, d->scratch, (uint32_t)len);
+	mr_engine_rx_roce(d, d->scratch, (uint32_t)len, now);
+}
+
+unsigned int mr_engine_tx_transport(struct mr_daemon *d, uint64_t now, unsigned int budget)
+{
+	unsigned int n;
+
+	/* ARP/ND answers release held frames from the rx path at once; this catches failures
+	 * (probes exhausted) without a table lookup per held frame per loop iteration. */
+	if (d->nheld > 0 && now >= d->held_next_check) {
+		mr_engine_release_held(d, now);
+		d->held_next_check = now + HELD_CHECK_NS;
+	}
+	for (n = 0; n < budget; n++) {
+		struct mr_tx_pkt pkt;
+		struct mr_path path;
+		struct rte_mbuf *m;
+		int rc, len;
+
+		if (mr_ctx_tx(d->ctx, now, &pkt) != 1)
+			break;
+		path = *pkt.path;
+		if (mr_backend_is_local_gid(d->be, path.dgid)) {
+			loopback(d, &path, &pkt, now);
+			continue;
+		}
+		rc = lookup(d, path.dgid, now, path.dmac);
+		/* Frames for a peer that already waits go behind it, in order. */
+		if (rc == 0 && d->nheld > 0) {
+			unsigned int i;
+
+			for (i = 0; i < d->nheld; i++)
+				if (memcmp(d->held[i].gid, path.dgid, 16) == 0)
+					break;
+			if (i < d->nheld)
+				rc = -EAGAIN;
+		}
+		m = rte_pktmbuf_alloc(d->txpool);
+		if (m == NULL) {
+			d->st.tx_nombuf++; /* lost: the requester's ACK timeout recovers it */
+			continue;
+		}
+		len = mr_frame_build(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m), &path,
+				     d->ip_id++, &pkt.hdr, pkt.iov, pkt.niov);
+		if (len < 0) {
+			rte_pktmbuf_free(m);
+			d->st.tx_build_err++;
+			continue;
+		}
+		m->data_len = (uint16_t)len;
+		m->pkt_len = (uint32_t)len;
+		if (rc == 0) {
+			send_mbuf(d, m);
+		} else if (rc == -EAGAIN && d->nheld < MR_HELD_MAX) {
+			memcpy(d->held[d->nheld].gid, path.dgid, 16);
+			d->held[d->nheld++].m = m;
+			d->st.held++;
+			solicit(d, path.dgid, now);
+		} else {
+			rte_pktmbuf_free(m);
+			d->st.held_dropped++;
+		}
+	}
+	return n;
+}

@@ -1,0 +1,445 @@
+/* SPDX-License-Identifier: MIT
+ * metaroced: the poll-mode RoCE v2 daemon. One DPDK port, one engine lcore running the RC
+ * transport, ARP/ND for its own addresses, and the shared-memory server apps connect to.
+ *
+ *   metaroced -c FILE [--pcap FILE] [--pcap-max-bytes N] [--idle-sleep-us N] [--socket PATH]
+ *             [--stats-every SEC] [-v...] [-- EAL args...]
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+
+#include "backend.h"
+#include "config.h"
+#include "daemon.h"
+#include "dpdk/dpdk_port.h"
+#include "dpdk/neigh.h"
+#include "dpdk/tclass.h"
+#include "log.h"
+#include "pcap_file.h"
+#include "shm/shm_server.h"
+#include "transport/rc.h"
+
+#define MAX_EAL_ARGS 64
+#define TXPOOL_SIZE 8191     /* 2^n - 1 is the most memory-efficient mempool size */
+#define TXPOOL_CACHE 256
+
+static volatile sig_atomic_t g_stop;
+static volatile sig_atomic_t g_dump;
+
+static void on_signal(int sig)
+{
+	if (sig == SIGUSR1)
+		g_dump = 1;
+	else
+		g_stop = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: metaroced -c FILE [--pcap FILE] [--pcap-max-bytes N] "
+		"[--idle-sleep-us N] [--socket PATH] [--stats-every SEC] [-v] [-- EAL args...]\n"
+		"  EAL always gets --no-pci --no-telemetry --in-memory (--no-shconf with --no-huge)\n"
+		"  --file-prefix=mr<pid> --log-level=lib.eal:error, then [port] eal_args, then yours.\n"
+		"  SIGUSR1 prints statistics; SIGINT/SIGTERM stop cleanly.\n");
+}
+
+struct eal_argv {
+	char *argv[MAX_EAL_ARGS];
+	int argc;
+	char store[4096];
+	size_t used;
+};
+
+static int eal_add(struct eal_argv *e, const char *s)
+{
+	size_t n = strlen(s) + 1;
+
+	if (e->argc >= MAX_EAL_ARGS - 1 || n > sizeof(e->store) - e->used)
+		return -E2BIG;
+	memcpy(e->store + e->used, s, n);
+	e->argv[e->argc++] = e->store + e->used;
+	e->used += n;
+	e->argv[e->argc] = NULL;
+	return 0;
+}
+
+static bool has_arg(char *const *v, int n, const char *prefix)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (strncmp(v[i], prefix, strlen(prefix)) == 0)
+			return true;
+	return false;
+}
+
+/* EAL arguments: our fixed ones, the config's eal_args (split on blanks), then the CLI's. */
+static int build_eal_args(struct eal_argv *e, const struct mr_daemon_config *cfg, char **extra,
+			  int nextra)
+{
+	char cfgargs[sizeof(cfg->eal_args)], *tok, *save = NULL;
+	char *split[MAX_EAL_ARGS];
+	int nsplit = 0, rc = 0, i;
+	char buf[64];
+	bool nohuge;
+
+	snprintf(cfgargs, sizeof(cfgargs), "%s", cfg->eal_args);
+	for (tok = strtok_r(cfgargs, " \t", &save); tok != NULL && nsplit < MAX_EAL_ARGS;
+	     tok = strtok_r(NULL, " \t", &save))
+		split[nsplit++] = tok;
+	nohuge = has_arg(split, nsplit, "--no-huge") || has_arg(extra, nextra, "--no-huge");
+	rc |= eal_add(e, "metaroced");
+	rc |= eal_add(e, "--no-pci");
+	rc |= eal_add(e, "--no-telemetry");
+	/* --in-memory cannot be combined with --no-huge (measured, DESIGN.md). */
+	rc |= eal_add(e, nohuge ? "--no-shconf" : "--in-memory");
+	if (!has_arg(split, nsplit, "--file-prefix") && !has_arg(extra, nextra, "--file-prefix")) {
+		snprintf(buf, sizeof(buf), "--file-prefix=mr%ld", (long)getpid());
+		rc |= eal_add(e, buf);
+	}
+	if (!has_arg(split, nsplit, "--log-level") && !has_arg(extra, nextra, "--log-level"))
+		rc |= eal_add(e, "--log-level=lib.eal:error");
+	if (!has_arg(split, nsplit, "-l") && !has_arg(extra, nextra, "-l") &&
+	    !has_arg(split, nsplit, "--lcores") && !has_arg(extra, nextra, "--lcores") &&
+	    !has_arg(split, nsplit, "-c") && !has_arg(extra, nextra, "-c")) {
+		/* One engine lcore in this version: the first configured one. */
+		snprintf(buf, sizeof(buf), "%" PRIu32, cfg->lcores[0]);
+		rc |= eal_add(e, "-l");
+		rc |= eal_add(e, buf);
+	}
+	for (i = 0; i < nsplit; i++)
+		rc |= eal_add(e, split[i]);
+	for (i = 0; i < nextra; i++)
+		rc |= eal_add(e, extra[i]);
+	return rc ? -E2BIG : 0;
+}
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s || *end != '\0' || v > max || s[0] == '-')
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* The socket's directory (e.g. /run/metaroce) may not exist yet. */
+static void make_parent_dir(const char *path)
+{
+	char dir[PATH_MAX];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash == NULL || slash == dir)
+		return;
+	*slash = '\0';
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		mr_log(MR_LOG_WARN, "mkdir %s: %s", dir, strerror(errno));
+}
+
+static int setup(struct mr_daemon *d)
+{
+	const struct mr_daemon_config *c = &d->cfg;
+	struct mr_dpdk_port_conf pc = {0};
+	struct mr_ctx_params cp = {0};
+	struct mr_neigh_conf nc = {0};
+	struct mr_backend_conf bc = {0};
+	struct mr_shm_server_params sp = {0};
+	struct mr_tclass_map tm;
+	struct mr_dpdk_link link = {0};
+	uint8_t mac[6];
+	int tos, tci = 0, len;
+
+	mr_tclass_defaults(&tm);
+	if (mr_tclass_set(&tm, MR_TC_ROCE, c->dscp, c->pcp, c->ecn) < 0 ||
+	    mr_tclass_set(&tm, MR_TC_CNP, c->cnp_dscp, 6, false) < 0) {
+		mr_log(MR_LOG_ERR, "bad traffic class (dscp %u cnp_dscp %u pcp %u)", c->dscp,
+		       c->cnp_dscp, c->pcp);
+		return -EINVAL;
+	}
+	/* A17.9.1: RoCE data ECN-capable with ECT(0) when configured. */
+	tos = mr_tclass_tos(&tm, MR_TC_ROCE);
+	if (c->vlan)
+		tci = mr_tclass_vlan_tci(&tm, MR_TC_ROCE, c->vlan);
+
+	pc.port_id = c->port_id;
+	pc.nb_queues = 1;
+	pc.mtu = (uint16_t)(c->mtu > MR_DPDK_MTU_MAX ? MR_DPDK_MTU_MAX : c->mtu);
+	pc.mac = c->has_mac ? c->mac : NULL;
+	pc.promiscuous = true;       /* af_packet on a shared segment; filtered in engine_rx.c */
+	pc.allmulticast = c->has_ipv6;
+	d->port = mr_dpdk_port_open(&pc);
+	if (d->port == NULL) {
+		mr_log(MR_LOG_ERR, "port %u: %s (check [port] eal_args, e.g. "
+		       "--vdev=net_af_packet0,iface=IFNAME)", c->port_id, strerror(errno));
+		return -errno;
+	}
+	mr_dpdk_port_mac(d->port, d->mac);
+	d->max_frame = mr_dpdk_port_max_frame(d->port);
+	d->scratch = malloc(d->max_frame);
+	d->txpool = rte_pktmbuf_pool_create("mrd_tx", TXPOOL_SIZE, TXPOOL_CACHE, 0,
+					    (uint16_t)(RTE_PKTMBUF_HEADROOM + d->max_frame),
+					    (int)rte_socket_id());
+	if (d->scratch == NULL || d->txpool == NULL) {
+		mr_log(MR_LOG_ERR, "tx mbuf pool: %s", rte_strerror(rte_errno));
+		return -ENOMEM;
+	}
+
+	cp.max_qp = c->max_qp;
+	cp.first_qpn = 17; /* rxe's first QPN; QP0/QP1 reserved (IBA 10.2.4) */
+	cp.max_mr = c->max_mr;
+	cp.seed = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ mr_now_ns();
+	d->ctx = mr_ctx_create(&cp);
+	if (d->ctx == NULL) {
+		mr_log(MR_LOG_ERR, "transport: %s", strerror(errno));
+		return -errno;
+	}
+
+	memcpy(nc.mac, d->mac, 6);
+	nc.ipv4_en = c->has_ipv4;
+	memcpy(nc.ipv4, c->ipv4, 4);
+	nc.ipv6_en = c->has_ipv6;
+	memcpy(nc.ipv6, c->ipv6, 16);
+	nc.vlan = c->vlan != 0;
+	nc.vlan_tci = (uint16_t)tci;
+	d->neigh = mr_neigh_create(&nc);
+	if (d->neigh == NULL) {
+		mr_log(MR_LOG_ERR, "neighbour table: %s", strerror(errno));
+		return -errno;
+	}
+	if (c->has_ipv6) {
+		uint8_t mcs[2][6], sn[16];
+		static const uint8_t all_nodes[16] = {0xff, 2, [15] = 1};
+
+		mr_neigh_solicited_node(c->ipv6, sn);
+		mr_neigh_ipv6_mcast_mac(sn, mcs[0]);
+		mr_neigh_ipv6_mcast_mac(all_nodes, mcs[1]);
+		mr_dpdk_port_set_mcast(d->port, (const uint8_t (*)[6])mcs, 2);
+	}
+
+	bc.ctx = d->ctx;
+	memcpy(bc.mac, d->mac, 6);
+	bc.has_ipv4 = c->has_ipv4;
+	memcpy(bc.ipv4, c->ipv4, 4);
+	bc.has_ipv6 = c->has_ipv6;
+	memcpy(bc.ipv6, c->ipv6, 16);
+	bc.vlan = c->vlan != 0;
+	bc.vlan_tci = (uint16_t)tci;
+	bc.tclass = (uint8_t)tos;
+	bc.udp_sport_base = c->udp_sport_base;
+	bc.ib_mtu = c->ib_mtu;
+	bc.max_qp = c->max_qp;
+	bc.max_mr = c->max_mr;
+	bc.max_cq = c->max_cq;
+	bc.on_path = mr_engine_resolve;
+	bc.on_path_arg = d;
+	d->be = mr_backend_create(&bc);
+	if (d->be == NULL) {
+		mr_log(MR_LOG_ERR, "backend: %s", strerror(errno));
+		return -errno;
+	}
+	mr_dpdk_port_link(d->port, 1000, &link);
+	mr_backend_set_port_up(d->be, link.up);
+	if (!link.up)
+		mr_log(MR_LOG_WARN, "port %u: link down", c->port_id);
+
+	make_parent_dir(d->sock_path);
+	sp.sock_path = d->sock_path;
+	sp.ops = mr_backend_ops();
+	sp.backend = d->be;
+	sp.max_sessions = c->max_sessions;
+	d->srv = mr_shm_server_create(&sp);
+	if (d->srv == NULL) {
+		mr_log(MR_LOG_ERR, "shm server on %s: %s", d->sock_path, strerror(errno));
+		return -errno;
+	}
+
+	/* RFC 5227 3: announce our address so that peers' caches learn our MAC at once. */
+	len = c->has_ipv4 ? mr_neigh_gratuitous_arp(d->neigh, d->scratch, d->max_frame) :
+			    mr_neigh_unsolicited_na(d->neigh, d->scratch, d->max_frame);
+	if (len > 0) {
+		memcpy(mac, d->scratch, 6);
+		mr_engine_tx_copy(d, d->scratch, (uint32_t)len);
+		mr_dpdk_port_tx_flush(d->port, 0);
+	}
+	mr_log(MR_LOG_INFO, "port %u up=%d mac %02x:%02x:%02x:%02x:%02x:%02x ib_mtu %u socket %s",
+	       c->port_id, link.up, d->mac[0], d->mac[1], d->mac[2], d->mac[3], d->mac[4],
+	       d->mac[5], c->ib_mtu, d->sock_path);
+	return 0;
+}
+
+static void teardown(struct mr_daemon *d)
+{
+	/* Server first: it reclaims every session (QPs to ERR, then destroyed) through the
+	 * backend while the transport still exists, and unlinks the socket file. */
+	if (d->srv != NULL)
+		mr_shm_server_destroy(d->srv);
+	if (d->port != NULL)
+		mr_dpdk_port_tx_flush(d->port, 0);
+	mr_engine_free_held(d);
+	mr_backend_destroy(d->be);
+	if (d->ctx != NULL)
+		mr_ctx_destroy(d->ctx);
+	mr_neigh_destroy(d->neigh);
+	mr_dpdk_port_close(d->port);
+	if (d->txpool != NULL)
+		rte_mempool_free(d->txpool);
+	if (d->pcap != NULL)
+		mr_pcap_writer_close(d->pcap);
+	free(d->scratch);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"pcap", required_argument, NULL, 'p'},
+		{"pcap-max-bytes", required_argument, NULL, 'm'},
+		{"idle-sleep-us", required_argument, NULL, 'i'},
+		{"socket", required_argument, NULL, 's'},
+		{"stats-every", required_argument, NULL, 'S'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	static struct mr_daemon d;
+	static struct eal_argv eal;
+	const char *cfg_path = NULL, *pcap_path = NULL, *sock = NULL;
+	int64_t idle_us = -1, pcap_max = -1;
+	uint64_t v, stats_every = 0;
+	int verbose = 0, opt, rc, nextra = 0, ret;
+	char err[512], **extra = NULL;
+	struct sigaction sa;
+
+	while ((opt = getopt_long(argc, argv, "+c:vh", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			cfg_path = optarg;
+			break;
+		case 'p':
+			pcap_path = optarg;
+			break;
+		case 'm':
+			if (parse_u64(optarg, UINT64_MAX / 2, &v) < 0)
+				goto bad_value;
+			pcap_max = (int64_t)v;
+			break;
+		case 'i':
+			if (parse_u64(optarg, 1000000, &v) < 0)
+				goto bad_value;
+			idle_us = (int64_t)v;
+			break;
+		case 's':
+			sock = optarg;
+			break;
+		case 'S':
+			if (parse_u64(optarg, 86400, &v) < 0)
+				goto bad_value;
+			stats_every = v;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+		continue;
+bad_value:
+		fprintf(stderr, "metaroced: bad value '%s' for --%s\n", optarg,
+			opt == 'm' ? "pcap-max-bytes" : opt == 'i' ? "idle-sleep-us" : "stats-every");
+		return 2;
+	}
+	if (cfg_path == NULL) {
+		usage(stderr);
+		return 2;
+	}
+	if (optind < argc) {
+		extra = argv + optind;
+		nextra = argc - optind;
+	}
+	mr_log_set_level(verbose >= 2 ? MR_LOG_DEBUG : verbose == 1 ? MR_LOG_INFO : MR_LOG_WARN);
+	mr_config_defaults(&d.cfg);
+	if (mr_config_load(&d.cfg, cfg_path, err, sizeof(err)) < 0) {
+		fprintf(stderr, "metaroced: %s\n", err);
+		return 2;
+	}
+	if (!d.cfg.has_ipv4 && !d.cfg.has_ipv6) {
+		fprintf(stderr, "metaroced: %s: [port] needs ipv4 or ipv6\n", cfg_path);
+		return 2;
+	}
+	d.sock_path = sock != NULL ? sock : d.cfg.socket_path;
+	d.idle_sleep_us = idle_us >= 0 ? (uint32_t)idle_us : d.cfg.idle_sleep_us;
+	d.ctl_every = 64;
+	d.stats_every_ns = stats_every * 1000000000ull;
+	d.stop = &g_stop;
+	d.dump = &g_dump;
+	if (pcap_path == NULL && d.cfg.pcap_path[0] != '\0')
+		pcap_path = d.cfg.pcap_path;
+
+	if (build_eal_args(&eal, &d.cfg, extra, nextra) < 0) {
+		fprintf(stderr, "metaroced: too many EAL arguments\n");
+		return 2;
+	}
+	if (verbose) {
+		int i;
+
+		fprintf(stderr, "metaroced: EAL args:");
+		for (i = 0; i < eal.argc; i++)
+			fprintf(stderr, " %s", eal.argv[i]);
+		fprintf(stderr, "\n");
+	}
+	if (rte_eal_init(eal.argc, eal.argv) < 0) {
+		fprintf(stderr, "metaroced: EAL init failed: %s\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN); /* an app vanishing mid-reply must not kill the daemon */
+
+	if (pcap_path != NULL) {
+		uint64_t cap = pcap_max >= 0 ? (uint64_t)pcap_max : d.cfg.pcap_max_bytes;
+
+		d.pcap = mr_pcap_writer_open(pcap_path, 65535, cap);
+		if (d.pcap == NULL)
+			mr_log(MR_LOG_ERR, "pcap %s: %s", pcap_path, strerror(errno));
+	}
+	rc = setup(&d);
+	ret = 1;
+	if (rc == 0 && (pcap_path == NULL || d.pcap != NULL)) {
+		printf("metaroced: ready (pid %ld, socket %s)\n", (long)getpid(), d.sock_path);
+		fflush(stdout);
+		mr_engine_run(&d);
+		ret = 0;
+	}
+	if (d.port != NULL && d.srv != NULL)
+		mr_stats_print(&d, stdout, true);
+	teardown(&d);
+	rte_eal_cleanup();
+	return ret;
+}

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT
+ * mrperf: perftest-compatible bandwidth/latency tool on metaroce.
+ *
+ *   mrperf write_bw|write_lat|send_bw|send_lat|read_bw|read_lat|atomic_bw|atomic_lat [opts] [SERVER]
+ *
+ * Without SERVER it is the server (listens on TCP 18515), with it the client, exactly like
+ * ib_write_bw & co: the TCP conversation (exchange.h) is perftest 4.5's, so either side may be
+ * a stock perftest on a Linux rxe (or any verbs) peer. Output mimics perftest's (report.h).
+ * Exit: 0 ok, 1 runtime failure (no daemon, peer, data corruption), 2 bad command line.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "exchange.h"
+#include "perf.h"
+#include "report.h"
+
+#define SETUP_TIMEOUT_MS 60000
+
+static int die(struct mr_perf_ctx *c, const char *what, int rc)
+{
+	fprintf(stderr, "mrperf: %s: %s\n", what,
+		c != NULL && c->err[0] ? c->err : strerror(rc < 0 ? -rc : rc));
+	return 1;
+}
+
+static void info_of(const struct mr_perf_args *a, const struct mr_perf_ctx *c, uint32_t mtu,
+		    struct mr_report_info *in)
+{
+	memset(in, 0, sizeof(*in));
+	in->verb = c->verb;
+	in->bw = mr_perf_test_is_bw(a->test);
+	in->client = c->client;
+	in->gbits = a->gbits;
+	in->device = a->device;
+	in->num_qps = a->num_qps;
+	in->tx_depth = a->tx_depth;
+	in->rx_depth = a->rx_depth;
+	in->cq_mod = a->cq_mod;
+	in->mtu = mtu;
+	in->gid_index = a->gid_index >= 0 ? a->gid_index : 1;
+	in->out_reads = c->qp[0].mine.out_reads;
+}
+
+struct run {
+	struct mr_perf_args a;
+	struct mr_perf_ctx c;
+	struct mr_pt_conn conn;
+	struct mr_report_info info;
+	uint64_t sizes[32];
+	unsigned nsizes;
+	struct mr_pt_bw_report bw[32];
+	struct mr_lat_stats lat[32];
+	unsigned nrows;
+};
+
+static int hs0(struct run *r)
+{
+	return mr_pt_hand_shake(&r->conn, &r->c.qp[0].mine, &r->c.qp[0].rem);
+}
+
+static int run_bw(struct run *r)
+{
+	unsigned tail = mr_pt_tail_flags(r->a.test, r->a.all);
+	struct mr_pt_bw_report theirs;
+	int rc;
+
+	mr_report_bw_title(stdout, r->a.gbits);
+	if ((tail & MR_PT_TAIL_SERVER_PASSIVE) && !r->c.client) {
+		/* write/read/atomic server: wait for the client to finish, print its numbers */
+		struct mr_pt_bw_report none = { 0 };
+
+		rc = hs0(r);
+		if (rc == 0)
+			rc = mr_pt_xchg_bw_report(&r->conn, &none, &theirs);
+		if (rc < 0)
+			return die(NULL, "waiting for the client's report", rc);
+		mr_report_bw_row(stdout, &theirs, r->a.gbits);
+		r->bw[r->nrows++] = theirs;
+		if (r->a.verify)
+			mr_perf_verify_target(&r->c, r->sizes[r->nsizes - 1]);
+		rc = mr_pt_close(&r->conn, &r->c.qp[0].mine, &r->c.qp[0].rem);
+		mr_report_line(stdout);
+		return rc < 0 ? die(NULL, "closing", rc) : 0;
+	}
+	for (unsigned k = 0; k < r->nsizes; k++) {
+		uint64_t size = r->sizes[k];
+		struct mr_pt_bw_report row;
+
+		if (tail & MR_PT_TAIL_SYNC_PER_SIZE_PRE) {
+			/* send: the server posts its receives before the sync (no RNR storm) */
+			if (!r->c.client && mr_perf_post_recvs(&r->c, size) < 0)
+				return die(&r->c, "post_recv", -EIO);
+			rc = hs0(r);
+			if (rc < 0)
+				return die(NULL, "sync before the measurement", rc);
+		}
+		rc = r->c.client ? mr_perf_bw_client(&r->c, size, &row)
+				 : mr_perf_bw_send_server(&r->c, size, &row);
+		if (rc < 0)
+			return die(&r->c, "measurement", rc);
+		mr_report_bw_row(stdout, &row, r->a.gbits);
+		r->bw[r->nrows++] = row;
+		if (tail & MR_PT_TAIL_SYNC_PER_SIZE_POST) {
+			rc = hs0(r);
+			if (rc < 0)
+				return die(NULL, "sync after the measurement", rc);
+		}
+	}
+	mr_report_line(stdout);
+	if (tail & MR_PT_TAIL_REPORT_XCHG) {
+		rc = hs0(r);
+		if (rc == 0)
+			rc = mr_pt_xchg_bw_report(&r->conn, &r->bw[r->nrows - 1], &theirs);
+		if (rc < 0)
+			return die(NULL, "report exchange", rc);
+	}
+	rc = mr_pt_close(&r->conn, &r->c.qp[0].mine, &r->c.qp[0].rem);
+	return rc < 0 ? die(NULL, "closing", rc) : 0;
+}
+
+static int run_lat(struct run *r)
+{
+	unsigned tail = mr_pt_tail_flags(r->a.test, r->a.all);
+	int rc;
+
+	if ((tail & MR_PT_TAIL_SERVER_CLOSE_EARLY) && !r->c.client) {
+		/* read/atomic latency: the server is passive; its close waits for the client's */
+		rc = mr_pt_close(&r->conn, &r->c.qp[0].mine, &r->c.qp[0].rem);
+		if (r->a.verify)
+			mr_perf_verify_target(&r->c, r->sizes[r->nsizes - 1]);
+		return rc < 0 ? die(NULL, "closing", rc) : 0;
+	}
+	mr_report_lat_title(stdout);
+	for (unsigned k = 0; k < r->nsizes; k++) {
+		uint64_t size = r->sizes[k];
+		struct mr_lat_stats row;
+
+		if (tail & MR_PT_TAIL_SYNC_PER_SIZE_PRE) {
+			if (mr_perf_post_recvs(&r->c, size) < 0)
+				return die(&r->c, "post_recv", -EIO);
+			rc = hs0(r);
+			if (rc < 0)
+				return die(NULL, "sync before the measurement", rc);
+		}
+		rc = mr_perf_lat(&r->c, size, &row);
+		if (rc < 0)
+			return die(&r->c, "measurement", rc);
+		mr_report_lat_row(stdout, &row);
+		r->lat[r->nrows++] = row;
+	}
+	mr_report_line(stdout);
+	if (tail & MR_PT_TAIL_CLOSE) {
+		rc = mr_pt_close(&r->conn, &r->c.qp[0].mine, &r->c.qp[0].rem);
+		if (rc < 0)
+			return die(NULL, "closing", rc);
+	}
+	return 0;
+}
+
+static int run(struct run *r)
+{
+	struct mr_pt_preamble pre;
+	unsigned idx[2 * MR_PERF_MAX_QPS + 2], conn_after;
+	int n, rc;
+
+	r->conn.with_gid = true; /* RoCE always has a GID index */
+	r->conn.timeout_ms = SETUP_TIMEOUT_MS;
+	r->conn.client = r->c.client;
+	if (r->c.client) {
+		r->conn.fd = mr_pt_connect(r->a.server, r->a.port, SETUP_TIMEOUT_MS);
+	} else {
+		printf("\n************************************\n");
+		printf("* Waiting for client to connect... *\n");
+		printf("************************************\n");
+		fflush(stdout);
+		r->conn.fd = mr_pt_accept(r->a.port, 0, NULL, NULL);
+	}
+	if (r->conn.fd < 0)
+		return die(NULL, r->c.client ? "connecting to the server" : "accepting a client",
+			   r->conn.fd);
+	pre.cycle_buffer = (uint32_t)sysconf(_SC_PAGESIZE);
+	pre.cache_line_size = 64;
+	pre.mtu = r->a.mtu ? r->a.mtu : r->c.port_mtu;
+	if (pre.mtu > r->c.port_mtu)
+		pre.mtu = r->c.port_mtu;
+	rc = mr_pt_preamble(&r->conn, &pre);
+	if (rc == -EPROTO)
+		return die(NULL, "peer's perftest version is older than 5.70", rc);
+	if (rc < 0)
+		return die(NULL, "setup exchange", rc);
+	info_of(&r->a, &r->c, pre.mtu, &r->info);
+	mr_report_header(stdout, &r->info);
+	n = mr_pt_setup_script(r->a.test, r->c.nqp, idx, sizeof(idx) / sizeof(idx[0]), &conn_after);
+	if (n < 0)
+		return die(NULL, "setup script", n);
+	for (int k = 0; k < n; k++) {
+		if ((unsigned)k == conn_after) {
+			rc = mr_perf_connect(&r->c, pre.mtu);
+			if (rc < 0)
+				return die(&r->c, "connecting the QPs", rc);
+		}
+		rc = mr_pt_hand_shake(&r->conn, &r->c.qp[idx[k]].mine, &r->c.qp[idx[k]].rem);
+		if (rc < 0)
+			return die(NULL, rc == -EPROTO ? "malformed key record from the peer"
+						      : "key exchange", rc);
+	}
+	for (unsigned i = 0; i < r->c.nqp; i++)
+		mr_report_dest(stdout, &r->info, false, &r->c.qp[i].mine);
+	for (unsigned i = 0; i < r->c.nqp; i++)
+		mr_report_dest(stdout, &r->info, true, &r->c.qp[i].rem);
+	rc = r->info.bw ? run_bw(r) : run_lat(r);
+	if (r->conn.fd >= 0) {
+		close(r->conn.fd);
+		r->conn.fd = -1;
+	}
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static struct run r;
+	char err[256];
+	uint64_t max_size;
+	int rc;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	rc = mr_perf_args_parse(argc, (const char *const *)argv, &r.a, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "mrperf: %s\n%s", err, mr_perf_usage());
+		return 2;
+	}
+	if (r.a.help) {
+		fputs(mr_perf_usage(), stdout);
+		return 0;
+	}
+	if (r.a.all) {
+		for (unsigned i = 1; i <= MR_PERF_ALL_MAX_LOG2; i++)
+			r.sizes[r.nsizes++] = 1ull << i;
+	} else {
+		r.sizes[r.nsizes++] = r.a.size;
+	}
+	max_size = r.sizes[r.nsizes - 1];
+	rc = mr_perf_open(&r.c, &r.a, max_size);
+	if (rc < 0) {
+		rc = die(&r.c, "setup", rc);
+		mr_perf_close(&r.c);
+		return rc;
+	}
+	rc = run(&r);
+	if (rc == 0 && r.a.json != NULL) {
+		int jr = r.info.bw ? mr_report_json_bw(r.a.json, &r.info, r.bw, r.nrows)
+				   : mr_report_json_lat(r.a.json, &r.info, r.lat, r.nrows);
+
+		if (jr < 0)
+			rc = die(NULL, "writing the JSON file", jr);
+	}
+	if (rc == 0 && r.a.verify && r.c.verified == 0) {
+		printf(" verify: sent the seed %u pattern; the receiving side checks it\n", r.a.seed);
+	} else if (rc == 0 && r.a.verify) {
+		printf(" verified %" PRIu64 " bytes, %" PRIu64 " corrupted\n", r.c.verified,
+		       r.c.corrupted);
+		if (r.c.corrupted != 0)
+			rc = 1;
+	}
+	if (r.conn.fd > 0)
+		close(r.conn.fd);
+	mr_perf_close(&r.c);
+	return rc;
+}

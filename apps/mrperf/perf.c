@@ -1,0 +1,614 @@
+/* SPDX-License-Identifier: MIT
+ * mrperf's verbs side over libmetaroce (see perf.h).
+ */
+#include "perf.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "metaroce/metaroce.h"
+#include "pattern.h"
+
+#define PROGRESS_TIMEOUT_NS (10ull * 1000000000ull) /* no completion for 10 s: give up */
+#define POLL_BATCH 16
+#define READ_ATOMIC_DEPTH 16 /* responder resources we offer (IBA 9.5: RDMA READ/atomic) */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int fail(struct mr_perf_ctx *c, int rc, const char *fmt, ...)
+{
+	va_list ap;
+	size_t n;
+
+	va_start(ap, fmt);
+	vsnprintf(c->err, sizeof(c->err), fmt, ap);
+	va_end(ap);
+	n = strlen(c->err);
+	if (rc < 0 && n < sizeof(c->err))
+		snprintf(c->err + n, sizeof(c->err) - n, ": %s%s%s", mrc_strerror(rc),
+			 c->s != NULL && mrc_last_error(c->s)[0] ? " - " : "",
+			 c->s != NULL ? mrc_last_error(c->s) : "");
+	return rc < 0 ? rc : -EIO;
+}
+
+enum mr_perf_verb mr_perf_verb_of(enum mr_pt_test t)
+{
+	switch (t) {
+	case MR_PT_WRITE_BW:
+	case MR_PT_WRITE_LAT:
+		return MR_VERB_WRITE;
+	case MR_PT_READ_BW:
+	case MR_PT_READ_LAT:
+		return MR_VERB_READ;
+	case MR_PT_ATOMIC_BW:
+	case MR_PT_ATOMIC_LAT:
+		return MR_VERB_ATOMIC;
+	case MR_PT_SEND_BW:
+	case MR_PT_SEND_LAT:
+		break;
+	}
+	return MR_VERB_SEND;
+}
+
+static bool is_send(const struct mr_perf_ctx *c)
+{
+	return c->verb == MR_VERB_SEND;
+}
+
+int mr_perf_open(struct mr_perf_ctx *c, const struct mr_perf_args *a, uint64_t max_size)
+{
+	struct mrc_port_attr port;
+	struct mrc_qp_init_attr init;
+	uint32_t depth;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	c->a = a;
+	c->verb = mr_perf_verb_of(a->test);
+	c->client = a->server != NULL;
+	c->nqp = a->num_qps;
+	c->s = mrc_open(a->sock);
+	if (c->s == NULL)
+		return fail(c, -errno, "cannot reach metaroced at %s", a->sock);
+	rc = mrc_query_port(c->s, &port);
+	if (rc < 0)
+		return fail(c, rc, "query_port");
+	if (port.state != MRC_PORT_ACTIVE)
+		return fail(c, -ENETDOWN, "port is not active");
+	c->port_mtu = port.active_mtu;
+	/* GID index 1 is the IPv4-mapped RoCE v2 GID, as rxe's (perftest -x 1) */
+	memcpy(c->gid, port.gid[port.gid_count > 1 ? 1 : 0], 16);
+	c->pd = mrc_alloc_pd(c->s);
+	if (c->pd == NULL)
+		return fail(c, -errno, "alloc_pd");
+	depth = (a->tx_depth + (is_send(c) ? a->rx_depth : 1) + 2) * c->nqp;
+	c->scq = mrc_create_cq(c->s, depth);
+	c->rcq = c->scq != NULL ? mrc_create_cq(c->s, depth) : NULL;
+	if (c->rcq == NULL)
+		return fail(c, -errno, "create_cq");
+	srand48((long)getpid() * (long)time(NULL));
+	for (unsigned i = 0; i < c->nqp; i++) {
+		struct mr_perf_qp *q = &c->qp[i];
+
+		q->half = (size_t)((max_size < 8 ? 8 : max_size) + 4095) & ~(size_t)4095;
+		q->buf = mrc_alloc_buf(c->s, 2 * q->half);
+		if (q->buf == NULL)
+			return fail(c, -errno, "alloc_buf(%zu)", 2 * q->half);
+		q->mr = mrc_reg_mr(c->pd, q->buf, 2 * q->half,
+				   MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE |
+				   MR_ACCESS_REMOTE_READ | MR_ACCESS_REMOTE_ATOMIC);
+		if (q->mr == NULL)
+			return fail(c, -errno, "reg_mr");
+		memset(&init, 0, sizeof(init));
+		init.qp_type = MRC_QPT_RC;
+		init.send_cq = c->scq;
+		init.recv_cq = c->rcq;
+		init.max_send_wr = a->tx_depth < 2 ? 2 : a->tx_depth;
+		init.max_recv_wr = is_send(c) ? a->rx_depth : 1;
+		init.max_send_sge = init.max_recv_sge = 1;
+		q->qp = mrc_create_qp(c->pd, &init);
+		if (q->qp == NULL)
+			return fail(c, -errno, "create_qp");
+		q->mine.lid = 0;
+		q->mine.out_reads = (c->verb == MR_VERB_READ || c->verb == MR_VERB_ATOMIC) ?
+					    READ_ATOMIC_DEPTH : 1;
+		q->mine.qpn = mrc_qp_num(q->qp);
+		q->mine.psn = (uint32_t)lrand48() & 0xffffff; /* as perftest: random 24-bit */
+		q->mine.rkey = mrc_mr_rkey(q->mr);
+		q->mine.vaddr = (uint64_t)(uintptr_t)(q->buf + q->half);
+		memcpy(q->mine.gid, c->gid, 16);
+		if (a->verify) {
+			/* the sender's source, or the region a READ fetches from us */
+			if ((c->client || !mr_perf_test_is_bw(a->test)) && c->verb != MR_VERB_READ)
+				mr_pattern_fill(a->seed, q->buf, q->half);
+			if (!c->client && c->verb == MR_VERB_READ)
+				mr_pattern_fill(a->seed, q->buf + q->half, q->half);
+		}
+	}
+	return 0;
+}
+
+void mr_perf_close(struct mr_perf_ctx *c)
+{
+	for (unsigned i = 0; i < c->nqp; i++) {
+		struct mr_perf_qp *q = &c->qp[i];
+
+		if (q->qp != NULL)
+			mrc_destroy_qp(q->qp);
+		if (q->mr != NULL)
+			mrc_dereg_mr(q->mr);
+		if (q->buf != NULL)
+			mrc_free_buf(c->s, q->buf);
+	}
+	if (c->scq != NULL)
+		mrc_destroy_cq(c->scq);
+	if (c->rcq != NULL)
+		mrc_destroy_cq(c->rcq);
+	if (c->pd != NULL)
+		mrc_dealloc_pd(c->pd);
+	if (c->s != NULL)
+		mrc_close(c->s);
+	c->s = NULL;
+}
+
+int mr_perf_connect(struct mr_perf_ctx *c, uint32_t mtu)
+{
+	for (unsigned i = 0; i < c->nqp; i++) {
+		struct mr_perf_qp *q = &c->qp[i];
+		struct mrc_qp_attr at;
+		int rc;
+
+		memset(&at, 0, sizeof(at));
+		at.qp_state = MR_QPS_INIT;
+		at.qp_access_flags = MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_READ |
+				     MR_ACCESS_REMOTE_ATOMIC;
+		rc = mrc_modify_qp(q->qp, &at, MRC_QP_STATE | MRC_QP_PKEY_INDEX | MRC_QP_ACCESS_FLAGS);
+		if (rc < 0)
+			return fail(c, rc, "modify_qp INIT");
+		at.qp_state = MR_QPS_RTR;
+		memcpy(at.path.sgid, c->gid, 16);
+		memcpy(at.path.dgid, q->rem.gid, 16);
+		/* RoCE v2 over IPv4 when the GID is IPv4-mapped (IBA A17.4.5.1) */
+		at.path.ipv6 = !(q->rem.gid[10] == 0xff && q->rem.gid[11] == 0xff &&
+				 memcmp(q->rem.gid, "\0\0\0\0\0\0\0\0\0\0", 10) == 0);
+		at.path.ttl = 64;
+		at.path_mtu = mtu;
+		at.dest_qp_num = q->rem.qpn;
+		at.rq_psn = q->rem.psn; /* the peer's SQ PSN is our expected PSN (IBA 9.7.1) */
+		at.max_dest_rd_atomic = (uint8_t)q->mine.out_reads;
+		at.min_rnr_timer = 12;
+		rc = mrc_modify_qp(q->qp, &at, MRC_QP_STATE | MRC_QP_PATH | MRC_QP_PATH_MTU |
+				   MRC_QP_DEST_QPN | MRC_QP_RQ_PSN | MRC_QP_MAX_DEST_RD_ATOMIC |
+				   MRC_QP_MIN_RNR_TIMER);
+		if (rc < 0)
+			return fail(c, rc, "modify_qp RTR");
+		at.qp_state = MR_QPS_RTS;
+		at.sq_psn = q->mine.psn;
+		at.timeout = 14;   /* perftest's DEF_QP_TIME */
+		at.retry_cnt = 7;
+		at.rnr_retry = 7;
+		/* never more outstanding READs/atomics than the responder offers (C9-149) */
+		at.max_rd_atomic = (uint8_t)(q->rem.out_reads == 0 ? 1 :
+					     q->rem.out_reads < READ_ATOMIC_DEPTH ? q->rem.out_reads :
+										    READ_ATOMIC_DEPTH);
+		rc = mrc_modify_qp(q->qp, &at, MRC_QP_STATE | MRC_QP_SQ_PSN | MRC_QP_TIMEOUT |
+				   MRC_QP_RETRY_CNT | MRC_QP_RNR_RETRY | MRC_QP_MAX_QP_RD_ATOMIC);
+		if (rc < 0)
+			return fail(c, rc, "modify_qp RTS");
+	}
+	return 0;
+}
+
+static void build_wr(const struct mr_perf_ctx *c, const struct mr_perf_qp *q, uint64_t size,
+		     struct mr_send_wr *wr)
+{
+	memset(wr, 0, sizeof(*wr));
+	wr->num_sge = 1;
+	wr->sg_list[0].addr = (uint64_t)(uintptr_t)q->buf;
+	wr->sg_list[0].length = (uint32_t)size;
+	wr->sg_list[0].lkey = mrc_mr_lkey(q->mr);
+	switch (c->verb) {
+	case MR_VERB_WRITE:
+		wr->opcode = MR_WR_RDMA_WRITE;
+		break;
+	case MR_VERB_READ:
+		wr->opcode = MR_WR_RDMA_READ;
+		break;
+	case MR_VERB_SEND:
+		wr->opcode = MR_WR_SEND;
+		break;
+	case MR_VERB_ATOMIC:
+		wr->opcode = MR_WR_ATOMIC_FETCH_AND_ADD;
+		wr->sg_list[0].length = 8; /* IBA 9.4.5: 8-byte operand */
+		wr->atomic.remote_addr = q->rem.vaddr;
+		wr->atomic.rkey = q->rem.rkey;
+		wr->atomic.compare_add = 1;
+		return;
+	}
+	wr->rdma.remote_addr = q->rem.vaddr;
+	wr->rdma.rkey = q->rem.rkey;
+}
+
+static int check_wc(struct mr_perf_ctx *c, const struct mr_wc *wc)
+{
+	if (wc->status != MR_WC_SUCCESS)
+		return fail(c, -EIO, "completion error status %d (vendor 0x%x) on QP 0x%x",
+			    (int)wc->status, wc->vendor_err, wc->qp_num);
+	return 0;
+}
+
+int mr_perf_bw_client(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw_report *out)
+{
+	const struct mr_perf_args *a = c->a;
+	bool dur = a->duration > 0;
+	uint64_t iters = dur ? UINT64_MAX : a->iters;
+	uint64_t total = dur ? 0 : iters * c->nqp;
+	uint64_t scnt[MR_PERF_MAX_QPS] = { 0 }, ccnt[MR_PERF_MAX_QPS] = { 0 };
+	uint64_t *posted = NULL, *completed = NULL, gpost = 0, gcomp = 0;
+	uint64_t t0, t_end = 0, last_progress, done_qps = 0;
+	struct mr_send_wr wr;
+	struct mr_wc wc[POLL_BATCH];
+	int rc = 0;
+
+	if (!dur) {
+		posted = malloc(total * sizeof(*posted));
+		completed = malloc(total * sizeof(*completed));
+		if (posted == NULL || completed == NULL) {
+			free(posted);
+			free(completed);
+			return fail(c, -ENOMEM, "timestamps for %llu messages", (unsigned long long)total);
+		}
+	}
+	t0 = now_ns();
+	last_progress = t0;
+	if (dur)
+		t_end = t0 + (uint64_t)a->duration * 1000000000ull;
+	while (done_qps < c->nqp) {
+		uint64_t now = now_ns();
+
+		for (unsigned i = 0; i < c->nqp; i++) {
+			struct mr_perf_qp *q = &c->qp[i];
+
+			while (scnt[i] < iters && scnt[i] - ccnt[i] < a->tx_depth &&
+			       !(dur && now >= t_end)) {
+				build_wr(c, q, size, &wr);
+				wr.wr_id = i;
+				/* signal one in cq_mod, and the last one (perftest's cq moderation) */
+				if ((scnt[i] + 1) % a->cq_mod == 0 || scnt[i] + 1 == iters)
+					wr.send_flags = MR_SEND_SIGNALED;
+				if (!dur)
+					posted[gpost] = now_ns();
+				rc = mrc_post_send(q->qp, &wr);
+				if (rc < 0) {
+					fail(c, rc, "post_send");
+					goto out;
+				}
+				gpost++;
+				scnt[i]++;
+			}
+		}
+		rc = mrc_poll_cq(c->scq, POLL_BATCH, wc);
+		if (rc < 0) {
+			fail(c, rc, "poll_cq");
+			goto out;
+		}
+		now = now_ns();
+		for (int k = 0; k < rc; k++) {
+			unsigned i = (unsigned)wc[k].wr_id;
+			uint64_t upto;
+
+			if (check_wc(c, &wc[k]) < 0 || i >= c->nqp) {
+				rc = -EIO;
+				goto out;
+			}
+			/* one CQE completes everything posted on that QP up to it */
+			upto = ccnt[i] + a->cq_mod;
+			if (upto > scnt[i] || (scnt[i] == iters && upto > iters))
+				upto = scnt[i];
+			for (uint64_t n = ccnt[i]; n < upto; n++)
+				if (!dur && gcomp < total)
+					completed[gcomp++] = now;
+			ccnt[i] = upto;
+			last_progress = now;
+		}
+		rc = 0;
+		done_qps = 0;
+		for (unsigned i = 0; i < c->nqp; i++) {
+			bool stopped = dur ? now >= t_end : scnt[i] == iters;
+
+			if (stopped && ccnt[i] == scnt[i])
+				done_qps++;
+			/* in duration mode an unsignalled tail may remain: drain with one more */
+			if (dur && now >= t_end && ccnt[i] < scnt[i] &&
+			    (scnt[i] % a->cq_mod) != 0 && scnt[i] - ccnt[i] < a->cq_mod) {
+				ccnt[i] = scnt[i];
+				done_qps++;
+			}
+		}
+		if (now - last_progress > PROGRESS_TIMEOUT_NS) {
+			rc = fail(c, -ETIMEDOUT, "no completion for 10 s");
+			goto out;
+		}
+	}
+	if (dur) {
+		double secs = (double)(now_ns() - t0) / 1e9;
+		double unit = a->gbits ? 125000000.0 : 1048576.0;
+
+		out->size = size;
+		out->iters = gpost;
+		out->bw_peak = 0; /* perftest reports no peak in duration mode */
+		out->bw_avg = (double)size * (double)gpost / secs / unit;
+		out->msg_rate = (double)gpost / secs / 1e6;
+	} else {
+		rc = mr_bw_compute(posted, completed, total, size, 1, a->gbits, out);
+		if (rc < 0)
+			fail(c, rc, "bandwidth computation");
+	}
+	if (a->verify && c->verb == MR_VERB_READ)
+		for (unsigned i = 0; i < c->nqp; i++) {
+			c->corrupted += mr_pattern_check(a->seed, c->qp[i].buf, size);
+			c->verified += size;
+		}
+out:
+	free(posted);
+	free(completed);
+	return rc;
+}
+
+static int post_recv_one(struct mr_perf_ctx *c, unsigned i, uint64_t size)
+{
+	struct mr_perf_qp *q = &c->qp[i];
+	struct mr_recv_wr wr;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = i;
+	wr.num_sge = 1;
+	wr.sg_list[0].addr = (uint64_t)(uintptr_t)(q->buf + q->half);
+	wr.sg_list[0].length = (uint32_t)size;
+	wr.sg_list[0].lkey = mrc_mr_lkey(q->mr);
+	return mrc_post_recv(q->qp, &wr);
+}
+
+int mr_perf_post_recvs(struct mr_perf_ctx *c, uint64_t size)
+{
+	uint64_t n = c->a->rx_depth < c->a->iters ? c->a->rx_depth : c->a->iters;
+
+	for (unsigned i = 0; i < c->nqp; i++)
+		for (uint64_t k = 0; k < n; k++) {
+			int rc = post_recv_one(c, i, size);
+
+			if (rc < 0)
+				return fail(c, rc, "post_recv");
+		}
+	return 0;
+}
+
+/* A receiver cannot see when the sender posted: its clock starts at the first arrival (it may
+ * have been descheduled before it, on 2 cores busy-polling daemons). Average over the n - 1
+ * inter-arrival gaps; peak = the best window of cq_mod consecutive arrivals. */
+static int server_rates(const uint64_t *t, uint64_t n, uint64_t size, unsigned cq_mod, bool gbits,
+			struct mr_pt_bw_report *out)
+{
+	double unit = gbits ? 125000000.0 : 1048576.0;
+	uint64_t w = cq_mod < n - 1 ? cq_mod : n - 1;
+	double best;
+
+	if (n < 2 || t[n - 1] <= t[0])
+		return -EINVAL;
+	best = (double)(t[n - 1] - t[0]) / (double)(n - 1);
+	for (uint64_t i = 0; i + w < n; i++) {
+		double g = (double)(t[i + w] - t[i]) / (double)w;
+
+		if (g > 0 && g < best)
+			best = g;
+	}
+	out->size = size;
+	out->iters = n;
+	out->bw_avg = (double)size * (double)(n - 1) / ((double)(t[n - 1] - t[0]) / 1e9) / unit;
+	out->msg_rate = (double)(n - 1) / ((double)(t[n - 1] - t[0]) / 1e9) / 1e6;
+	out->bw_peak = (double)size / (best / 1e9) / unit;
+	return 0;
+}
+
+int mr_perf_bw_send_server(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw_report *out)
+{
+	const struct mr_perf_args *a = c->a;
+	uint64_t total = a->iters * c->nqp, got = 0;
+	uint64_t rposted[MR_PERF_MAX_QPS], rcnt[MR_PERF_MAX_QPS] = { 0 };
+	uint64_t *completed = malloc(total * sizeof(*completed));
+	uint64_t t0 = now_ns(), last = t0;
+	struct mr_wc wc[POLL_BATCH];
+	int rc = 0;
+
+	if (completed == NULL) {
+		return fail(c, -ENOMEM, "timestamps");
+	}
+	for (unsigned i = 0; i < c->nqp; i++)
+		rposted[i] = a->rx_depth < a->iters ? a->rx_depth : a->iters;
+	while (got < total) {
+		uint64_t now;
+
+		rc = mrc_poll_cq(c->rcq, POLL_BATCH, wc);
+		if (rc < 0) {
+			fail(c, rc, "poll_cq");
+			goto out;
+		}
+		now = now_ns();
+		for (int k = 0; k < rc; k++) {
+			unsigned i = (unsigned)wc[k].wr_id;
+
+			if (check_wc(c, &wc[k]) < 0 || i >= c->nqp) {
+				rc = -EIO;
+				goto out;
+			}
+			if (a->verify) {
+				c->corrupted += mr_pattern_check(a->seed, c->qp[i].buf + c->qp[i].half,
+								 wc[k].byte_len);
+				c->verified += wc[k].byte_len;
+				if (wc[k].byte_len != size)
+					c->corrupted += size; /* a short message is a corruption */
+			}
+			completed[got++] = now;
+			rcnt[i]++;
+			if (rposted[i] < a->iters) {
+				int r = post_recv_one(c, i, size);
+
+				if (r < 0) {
+					rc = fail(c, r, "post_recv");
+					goto out;
+				}
+				rposted[i]++;
+			}
+			last = now;
+		}
+		rc = 0;
+		if (now - last > PROGRESS_TIMEOUT_NS) {
+			rc = fail(c, -ETIMEDOUT, "no message for 10 s (%llu of %llu received)",
+				  (unsigned long long)got, (unsigned long long)total);
+			goto out;
+		}
+	}
+	rc = server_rates(completed, total, size, a->cq_mod, a->gbits, out);
+	if (rc < 0)
+		fail(c, rc, "too few messages for a rate");
+out:
+	free(completed);
+	return rc;
+}
+
+/* Waits for one completion on cq; 0 or -errno. */
+static int wait_one(struct mr_perf_ctx *c, struct mrc_cq *cq, struct mr_wc *wc)
+{
+	uint64_t start = now_ns();
+
+	for (;;) {
+		int rc = mrc_poll_cq(cq, 1, wc);
+
+		if (rc < 0)
+			return fail(c, rc, "poll_cq");
+		if (rc == 1)
+			return check_wc(c, wc);
+		if (now_ns() - start > PROGRESS_TIMEOUT_NS)
+			return fail(c, -ETIMEDOUT, "no completion for 10 s");
+	}
+}
+
+int mr_perf_lat(struct mr_perf_ctx *c, uint64_t size, struct mr_lat_stats *out)
+{
+	const struct mr_perf_args *a = c->a;
+	struct mr_perf_qp *q = &c->qp[0]; /* latency runs on one QP, as perftest */
+	uint64_t iters = a->iters;
+	uint64_t *tp = malloc(iters * sizeof(*tp));
+	double *samples = malloc(iters * sizeof(*samples));
+	volatile uint8_t *poll_byte = q->buf + q->half + size - 1;
+	double rtt_factor = (c->verb == MR_VERB_READ || c->verb == MR_VERB_ATOMIC) ? 1.0 : 2.0;
+	struct mr_send_wr wr;
+	struct mr_wc wc;
+	int rc = 0;
+
+	if (tp == NULL || samples == NULL) {
+		free(tp);
+		free(samples);
+		return fail(c, -ENOMEM, "latency samples");
+	}
+	for (uint64_t n = 0; n < iters; n++) {
+		uint8_t tag = (uint8_t)(n + 1);
+		uint64_t start = now_ns();
+
+		/* ping-pong tests: the server answers each message of the client */
+		if (!c->client && c->verb == MR_VERB_WRITE) {
+			while (*poll_byte != tag)
+				if (now_ns() - start > PROGRESS_TIMEOUT_NS) {
+					rc = fail(c, -ETIMEDOUT, "no write from the peer for 10 s");
+					goto out;
+				}
+		} else if (!c->client && c->verb == MR_VERB_SEND) {
+			rc = wait_one(c, c->rcq, &wc);
+			if (rc == 0 && n + a->rx_depth < iters)
+				rc = post_recv_one(c, 0, size);
+			if (rc < 0)
+				goto out;
+		}
+		build_wr(c, q, size, &wr);
+		wr.send_flags = MR_SEND_SIGNALED;
+		/* the last byte carries the iteration tag the peer polls on (perftest does it) */
+		if (c->verb == MR_VERB_WRITE)
+			q->buf[size - 1] = tag;
+		tp[n] = now_ns();
+		rc = mrc_post_send(q->qp, &wr);
+		if (rc < 0) {
+			fail(c, rc, "post_send");
+			goto out;
+		}
+		rc = wait_one(c, c->scq, &wc);
+		if (rc < 0)
+			goto out;
+		if (c->client && c->verb == MR_VERB_WRITE) {
+			while (*poll_byte != tag)
+				if (now_ns() - start > PROGRESS_TIMEOUT_NS) {
+					rc = fail(c, -ETIMEDOUT, "no write from the peer for 10 s");
+					goto out;
+				}
+		} else if (c->client && c->verb == MR_VERB_SEND) {
+			rc = wait_one(c, c->rcq, &wc);
+			if (rc == 0 && n + a->rx_depth < iters)
+				rc = post_recv_one(c, 0, size);
+			if (rc < 0)
+				goto out;
+		}
+		if (a->verify && c->verb == MR_VERB_SEND) {
+			/* the pattern minus nothing: SEND payload is untouched */
+			c->corrupted += mr_pattern_check(a->seed, q->buf + q->half, size);
+			c->verified += size;
+		}
+	}
+	/* print_report_lat(): deltas between consecutive posts, divided by the RTT factor */
+	for (uint64_t n = 0; n + 1 < iters; n++)
+		samples[n] = (double)(tp[n + 1] - tp[n]) / 1000.0 / rtt_factor;
+	rc = mr_lat_compute(samples, iters - 1, size, iters, out);
+	if (rc < 0)
+		fail(c, rc, "latency statistics");
+	if (a->verify && c->verb == MR_VERB_READ) {
+		c->corrupted += mr_pattern_check(a->seed, q->buf, size);
+		c->verified += size;
+	}
+	if (a->verify && c->verb == MR_VERB_WRITE && size > 1) {
+		/* the peer's last write; its final byte is the iteration tag */
+		c->corrupted += mr_pattern_check(a->seed, q->buf + q->half, size - 1);
+		c->verified += size - 1;
+	}
+out:
+	free(tp);
+	free(samples);
+	return rc;
+}
+
+void mr_perf_verify_target(struct mr_perf_ctx *c, uint64_t size)
+{
+	for (unsigned i = 0; i < c->nqp; i++) {
+		struct mr_perf_qp *q = &c->qp[i];
+
+		if (c->verb == MR_VERB_WRITE) {
+			c->corrupted += mr_pattern_check(c->a->seed, q->buf + q->half, size);
+			c->verified += size;
+		} else if (c->verb == MR_VERB_ATOMIC && c->a->duration == 0) {
+			uint64_t v;
+
+			/* every FETCH_AND_ADD of 1 landed exactly once (IBA 9.4.5) */
+			memcpy(&v, q->buf + q->half, 8);
+			c->corrupted += v != c->a->iters ? 8 : 0;
+			c->verified += 8;
+		}
+	}
+}

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT
+ * libmetaroce: the application API of the metaroce userspace RoCE v2 stack.
+ *
+ * An application opens a session with the metaroced daemon over a filesystem UNIX socket and
+ * then works like with verbs: protection domains, memory regions, completion queues and RC
+ * queue pairs. Control calls (create/modify/destroy) are synchronous requests on the socket;
+ * the hot path (mrc_post_send, mrc_post_recv, mrc_poll_cq, mrc_req_notify_cq) only touches
+ * rings in shared memory and never enters the kernel.
+ *
+ * Memory: the engine reads and writes application memory directly (zero copy), so memory
+ * registered with mrc_reg_mr must come from mrc_alloc_buf (a memfd the daemon also maps).
+ * Other memory is rejected with -EFAULT.
+ *
+ * Errors: calls returning int return 0 (or a count) or a negative errno; constructors return
+ * NULL and set errno. mrc_last_error() explains the last failure of a session in words.
+ *
+ * Threading: control calls on one session may come from any thread (they are serialised);
+ * post and poll calls on one QP / CQ must not run concurrently from several threads.
+ *
+ * No DPDK dependency: link with `pkg-config --cflags --libs metaroce`.
+ */
+#ifndef METAROCE_METAROCE_H
+#define METAROCE_METAROCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "metaroce/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define MRC_API __attribute__((visibility("default")))
+#else
+#define MRC_API
+#endif
+
+/* Socket used when mrc_open() gets NULL and $METAROCE_SOCK is unset. */
+#define MRC_DEFAULT_SOCK "/run/metaroce/metaroced.sock"
+
+struct mrc_session;
+struct mrc_pd;
+struct mrc_mr;
+struct mrc_cq;
+struct mrc_qp;
+
+/* ---- port ---- */
+enum mrc_port_state {           /* values as enum ibv_port_state */
+	MRC_PORT_DOWN = 1,
+	MRC_PORT_INIT = 2,
+	MRC_PORT_ARMED = 3,
+	MRC_PORT_ACTIVE = 4,
+};
+
+#define MRC_MAX_GIDS 4
+
+/* Fixed-width so that it travels unchanged in control messages. */
+struct mrc_port_attr {
+	uint32_t state;            /* enum mrc_port_state */
+	uint32_t active_mtu;       /* IB MTU in bytes: 256 .. 4096 */
+	uint32_t max_mtu;
+	uint32_t gid_count;
+	uint8_t mac[6];
+	uint8_t reserved[2];
+	uint8_t gid[MRC_MAX_GIDS][16]; /* GID index 1 is the IPv4-mapped RoCE v2 GID, as rxe */
+	uint32_t max_qp, max_qp_wr, max_cq, max_cqe;
+	uint32_t max_mr, max_pd, max_sge, max_inline_data;
+	uint64_t max_mr_size;
+};
+
+/* ---- QP attributes: public equivalents of struct mr_qp_attr (stack/transport/rc.h) ---- */
+
+/* Mask bits: values identical to enum mr_qp_attr_mask; same verbs transition rules
+ * (IBA 10.3.1, ibv_modify_qp): required and optional attributes per transition. */
+enum mrc_qp_attr_mask {
+	MRC_QP_STATE = 1 << 0,
+	MRC_QP_ACCESS_FLAGS = 1 << 1,
+	MRC_QP_PKEY_INDEX = 1 << 2,
+	MRC_QP_PATH = 1 << 3,
+	MRC_QP_PATH_MTU = 1 << 4,
+	MRC_QP_DEST_QPN = 1 << 5,
+	MRC_QP_RQ_PSN = 1 << 6,
+	MRC_QP_MAX_DEST_RD_ATOMIC = 1 << 7,
+	MRC_QP_MIN_RNR_TIMER = 1 << 8,
+	MRC_QP_SQ_PSN = 1 << 9,
+	MRC_QP_TIMEOUT = 1 << 10,
+	MRC_QP_RETRY_CNT = 1 << 11,
+	MRC_QP_RNR_RETRY = 1 << 12,
+	MRC_QP_MAX_QP_RD_ATOMIC = 1 << 13,
+};
+#define MRC_QP_ATTR_MASK_ALL ((1u << 14) - 1)
+
+/* Address vector: struct mr_path with fixed-width fields. GIDs are IPv6 or IPv4-mapped
+ * (::ffff:a.b.c.d); ipv6 = 0 selects an IPv4 header built from gid[12..15]. */
+struct mrc_path {
+	uint8_t smac[6];
+	uint8_t dmac[6];
+	uint8_t vlan;          /* bool */
+	uint8_t ipv6;          /* bool */
+	uint16_t vlan_tci;     /* PCP(3) DEI(1) VID(12) */
+	uint8_t sgid[16];
+	uint8_t dgid[16];
+	uint8_t tclass;        /* DSCP << 2 | ECN */
+	uint8_t ttl;
+	uint16_t udp_sport;    /* entropy (A17.3.3); 0 = let the stack choose */
+	uint32_t flow_label;   /* IPv6 only, 20 bits */
+};
+
+struct mrc_qp_attr {
+	uint32_t qp_state;         /* enum mr_qp_state */
+	uint32_t qp_access_flags;  /* enum mr_access_flags the responder grants */
+	uint16_t pkey_index;
+	uint8_t max_dest_rd_atomic;
+	uint8_t max_rd_atomic;
+	uint32_t path_mtu;         /* bytes: 256, 512, 1024, 2048, 4096 */
+	uint32_t dest_qp_num;
+	uint32_t rq_psn;
+	uint32_t sq_psn;
+	uint8_t min_rnr_timer;     /* IBA table 45 code, 0..31 */
+	uint8_t timeout;           /* 4.096 us * 2^timeout, 0 = infinite (C9-141) */
+	uint8_t retry_cnt;         /* 0..7 */
+	uint8_t rnr_retry;         /* 0..7, 7 = infinite (IBA 9.7.5.2.8) */
+	struct mrc_path path;
+};
+
+enum mrc_qp_type {
+	MRC_QPT_RC = 2,            /* value as IBV_QPT_RC */
+};
+
+struct mrc_qp_init_attr {
+	uint32_t qp_type;          /* enum mrc_qp_type; only RC today */
+	struct mrc_cq *send_cq;
+	struct mrc_cq *recv_cq;
+	uint32_t max_send_wr;      /* rounded up to a power of two */
+	uint32_t max_recv_wr;
+	uint32_t max_send_sge;     /* <= MR_MAX_SGE */
+	uint32_t max_recv_sge;
+	uint32_t max_inline_data;  /* <= port max_inline_data */
+	bool sq_sig_all;
+};
+
+/* ---- session ---- */
+/* sock_path NULL: $METAROCE_SOCK, else MRC_DEFAULT_SOCK. NULL + errno on failure
+ * (ENOENT/ECONNREFUSED: no daemon; EPROTO: ABI version mismatch). */
+MRC_API struct mrc_session *mrc_open(const char *sock_path);
+/* Closes the session; the daemon reclaims every object still open. */
+MRC_API int mrc_close(struct mrc_session *s);
+/* Human-readable explanation of the session's last failed call ("" if none). */
+MRC_API const char *mrc_last_error(const struct mrc_session *s);
+/* strerror() for the negative errnos this library returns. */
+MRC_API const char *mrc_strerror(int err);
+MRC_API int mrc_query_port(struct mrc_session *s, struct mrc_port_attr *attr);
+
+/* ---- protection domains and memory ---- */
+MRC_API struct mrc_pd *mrc_alloc_pd(struct mrc_session *s);
+MRC_API int mrc_dealloc_pd(struct mrc_pd *pd); /* -EBUSY while MRs or QPs use it */
+
+/* Memory shared with the daemon (page-aligned, zeroed). NULL + errno on failure. */
+MRC_API void *mrc_alloc_buf(struct mrc_session *s, size_t len);
+/* -EINVAL for a pointer mrc_alloc_buf did not return, -EBUSY while an MR covers it. */
+MRC_API int mrc_free_buf(struct mrc_session *s, void *buf);
+
+/* Register [addr, addr+len), which must lie inside one mrc_alloc_buf buffer (else EFAULT).
+ * Peers and SGEs address it by its virtual address in this process. access: enum
+ * mr_access_flags; REMOTE_WRITE/REMOTE_ATOMIC need LOCAL_WRITE (IBA 10.6.3.1). */
+MRC_API struct mrc_mr *mrc_reg_mr(struct mrc_pd *pd, void *addr, size_t len, uint32_t access);
+MRC_API int mrc_dereg_mr(struct mrc_mr *mr);
+MRC_API uint32_t mrc_mr_lkey(const struct mrc_mr *mr);
+MRC_API uint32_t mrc_mr_rkey(const struct mrc_mr *mr);
+
+/* ---- completion queues ---- */
+MRC_API struct mrc_cq *mrc_create_cq(struct mrc_session *s, uint32_t depth);
+MRC_API int mrc_destroy_cq(struct mrc_cq *cq); /* -EBUSY while a QP uses it */
+/* Returns the number of completions written to wc (0..n), oldest first. */
+MRC_API int mrc_poll_cq(struct mrc_cq *cq, int n, struct mr_wc *wc);
+/* Blocking waits: an eventfd (non-blocking, readable after an armed CQ got an entry). Arm with
+ * mrc_req_notify_cq(), poll the CQ once more (an entry may have arrived before arming), then
+ * wait on the fd with poll()/epoll, then mrc_cq_ack_events(). One arm = at most one event. */
+MRC_API int mrc_cq_event_fd(const struct mrc_cq *cq);
+MRC_API int mrc_req_notify_cq(struct mrc_cq *cq, bool solicited_only);
+/* Clears the eventfd; returns the number of events it had counted (0 if none). */
+MRC_API int mrc_cq_ack_events(struct mrc_cq *cq);
+
+/* ---- queue pairs ---- */
+MRC_API struct mrc_qp *mrc_create_qp(struct mrc_pd *pd, const struct mrc_qp_init_attr *init);
+MRC_API int mrc_modify_qp(struct mrc_qp *qp, const struct mrc_qp_attr *attr, uint32_t mask);
+MRC_API int mrc_query_qp(struct mrc_qp *qp, struct mrc_qp_attr *attr);
+MRC_API int mrc_destroy_qp(struct mrc_qp *qp);
+MRC_API uint32_t mrc_qp_num(const struct mrc_qp *qp);
+
+/* Hot path: queue one work request in shared memory. SGE addresses are virtual addresses of
+ * this process inside registered MRs. With MR_SEND_INLINE the data is copied now (sg_list may
+ * point anywhere, total <= max_inline_data). -EINVAL for a malformed WR or a QP state that
+ * forbids posting (IBA 10.8.2: sends need RTS, receives need INIT or later), -ENOMEM when the
+ * ring is full. Completions for signaled sends (or all with sq_sig_all) and every receive
+ * appear on the CQs; a WR the daemon rejects completes with an error status. */
+MRC_API int mrc_post_send(struct mrc_qp *qp, const struct mr_send_wr *wr);
+MRC_API int mrc_post_recv(struct mrc_qp *qp, const struct mr_recv_wr *wr);
+/* Post wrs[0..n) in order and make them visible at once (one shared-memory index store).
+ * Returns how many were posted (stopping at the first failure; its error is in
+ * mrc_last_error()), or a negative errno if none was. */
+MRC_API int mrc_post_send_batch(struct mrc_qp *qp, const struct mr_send_wr *wrs, int n);
+MRC_API int mrc_post_recv_batch(struct mrc_qp *qp, const struct mr_recv_wr *wrs, int n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT
+ * metaroce shared-memory ABI between libmetaroce (the app) and the daemon's shm server.
+ *
+ * One header, like TAS's tas_memif.h: everything two processes must agree on byte for byte.
+ *
+ *  - Control: one SOCK_SEQPACKET message per request/response on a filesystem UNIX socket
+ *    (filesystem sockets cross network namespaces); file descriptors ride along with
+ *    SCM_RIGHTS. Every message starts with struct mrc_ctl_hdr carrying MRC_ABI_VERSION.
+ *  - Data: single-producer/single-consumer rings in memfds mapped by both sides. The app
+ *    produces SQ and RQ entries and consumes CQ entries; the daemon does the opposite. Indices
+ *    are free-running uint32 (wrap at 2^32, slot = index & (size - 1)); producer and consumer
+ *    indices sit on separate 64-byte cache lines (as rdma-core's rxe_queue.h) so that the two
+ *    sides never write the same line.
+ *
+ * Trust: the daemon never trusts ring memory. It keeps private copies of the ring size and of
+ * the indices it owns, copies each entry out of the ring before validating it, and treats an
+ * index the app publishes beyond the ring size as a protocol error (counted, nothing read).
+ *
+ * C11 only (uses <stdatomic.h>); the app-facing API is in metaroce.h.
+ */
+#ifndef METAROCE_SHM_ABI_H
+#define METAROCE_SHM_ABI_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "metaroce/metaroce.h"
+#include "metaroce/types.h"
+
+#define MRC_ABI_VERSION 1u
+#define MRC_CACHE_LINE 64
+#define MRC_RING_MAGIC 0x4d52524eu /* "MRRN" */
+
+/* Limits fixed by the entry layouts below. */
+#define MRC_SQE_MAX_SGE 16       /* = MR_MAX_SGE */
+#define MRC_RQE_MAX_SGE 16
+#define MRC_SQE_INLINE_MAX 448   /* bytes of inline payload one SQ entry carries */
+#define MRC_RING_MAX_ENTRIES 32768u
+
+/* Public structs that travel inside control messages. */
+_Static_assert(sizeof(struct mrc_port_attr) == 128, "port attr layout");
+_Static_assert(sizeof(struct mrc_path) == 56, "path layout");
+_Static_assert(sizeof(struct mrc_qp_attr) == 88, "qp attr layout");
+
+/* ---- ring header: 4 cache lines, entries follow at offset sizeof(struct mrc_ring_hdr) ---- */
+struct mrc_ring_hdr {
+	/* Line 0: written only by the producer. */
+	_Alignas(MRC_CACHE_LINE) _Atomic uint32_t prod;
+	uint8_t pad0[MRC_CACHE_LINE - sizeof(uint32_t)];
+	/* Line 1: written only by the consumer. */
+	_Alignas(MRC_CACHE_LINE) _Atomic uint32_t cons;
+	uint8_t pad1[MRC_CACHE_LINE - sizeof(uint32_t)];
+	/* Line 2: written once by the daemon before the fd is handed out; informational for the
+	 * app (the daemon uses its private copies). */
+	_Alignas(MRC_CACHE_LINE) uint32_t magic;
+	uint32_t size;        /* entries, power of two */
+	uint32_t entry_size;  /* bytes */
+	uint32_t reserved2;
+	uint8_t pad2[MRC_CACHE_LINE - 4 * sizeof(uint32_t)];
+	/* Line 3: CQ notification (IBA 11.4.2.2 Request Completion Notification). The app stores a
+	 * new arm request (notify_req = sequence, low bit of notify_flags = solicited only); the
+	 * daemon, after publishing entries, compares notify_req with notify_done (which only it
+	 * writes), writes the CQ's eventfd and sets notify_done = notify_req. Unused in SQ/RQ. */
+	_Alignas(MRC_CACHE_LINE) _Atomic uint32_t notify_req;
+	_Atomic uint32_t notify_flags;
+	_Atomic uint32_t notify_done;
+	uint32_t reserved3;
+	uint8_t pad3[MRC_CACHE_LINE - 4 * sizeof(uint32_t)];
+};
+_Static_assert(sizeof(struct mrc_ring_hdr) == 4 * MRC_CACHE_LINE, "ring header is 4 lines");
+_Static_assert(offsetof(struct mrc_ring_hdr, prod) == 0, "prod on line 0");
+_Static_assert(offsetof(struct mrc_ring_hdr, cons) == MRC_CACHE_LINE, "cons on line 1");
+_Static_assert(offsetof(struct mrc_ring_hdr, magic) == 2 * MRC_CACHE_LINE, "info on line 2");
+_Static_assert(offsetof(struct mrc_ring_hdr, notify_req) == 3 * MRC_CACHE_LINE, "notify line 3");
+
+#define MRC_NOTIFY_SOLICITED 1u
+
+/* ---- ring entries ---- */
+
+/* Send queue entry. Fields mirror struct mr_send_wr (types.h); values are the same enums.
+ * With MR_SEND_INLINE the payload is in inline_data (inline_len bytes) and num_sge is 0:
+ * the app copied it at post time, so its buffers are free as soon as mrc_post_send returns. */
+struct mrc_sqe {
+	uint64_t wr_id;
+	uint32_t opcode;          /* enum mr_wr_opcode */
+	uint32_t send_flags;      /* enum mr_send_flags */
+	uint32_t num_sge;
+	uint32_t imm_data;        /* host order */
+	uint32_t invalidate_rkey;
+	uint32_t rkey;            /* RDMA or atomic rkey */
+	uint64_t remote_addr;     /* RDMA or atomic remote address */
+	uint64_t compare_add;
+	uint64_t swap;
+	uint32_t inline_len;
+	uint32_t reserved;
+	union {
+		struct mr_sge sge[MRC_SQE_MAX_SGE];
+		uint8_t inline_data[MRC_SQE_INLINE_MAX];
+	} u;
+};
+_Static_assert(sizeof(struct mr_sge) == 16, "sge is 16 bytes");
+_Static_assert(offsetof(struct mrc_sqe, u) == 64, "sqe header is one line");
+_Static_assert(sizeof(struct mrc_sqe) == 512, "sqe is 512 bytes");
+
+/* Receive queue entry. */
+struct mrc_rqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t reserved[13];
+	struct mr_sge sge[MRC_RQE_MAX_SGE];
+};
+_Static_assert(offsetof(struct mrc_rqe, sge) == 64, "rqe header is one line");
+_Static_assert(sizeof(struct mrc_rqe) == 320, "rqe is 320 bytes");
+
+/* Completion queue entry: struct mr_wc with fixed-width fields. */
+struct mrc_cqe {
+	uint64_t wr_id;
+	uint32_t status;          /* enum mr_wc_status */
+	uint32_t opcode;          /* enum mr_wc_opcode */
+	uint32_t vendor_err;
+	uint32_t byte_len;
+	uint32_t imm_data;
+	uint32_t invalidated_rkey;
+	uint32_t qp_num;
+	uint32_t src_qp;
+	uint32_t wc_flags;
+	uint32_t reserved[5];
+};
+_Static_assert(sizeof(struct mrc_cqe) == 64, "cqe is one cache line");
+
+/* Entry i of a ring whose header is r (entries of entry_size bytes follow the header). The
+ * caller passes its own private mask, never r->size. */
+static inline void *mrc_ring_entry(struct mrc_ring_hdr *r, uint32_t idx, uint32_t mask,
+				   uint32_t entry_size)
+{
+	return (uint8_t *)(r + 1) + (size_t)(idx & mask) * entry_size;
+}
+
+/* Producer only: entries it may still write, given its private producer index. Acquire pairs
+ * with the consumer's release in mrc_ring_consume(): slots it freed are no longer read. A
+ * corrupt consumer index yields 0 free slots, never more than size. */
+static inline uint32_t mrc_ring_free(struct mrc_ring_hdr *r, uint32_t prod, uint32_t size)
+{
+	uint32_t used = prod - atomic_load_explicit(&r->cons, memory_order_acquire);
+
+	return used > size ? 0 : size - used;
+}
+
+/* Producer only: make entries up to (not including) prod visible. Release orders the entry
+ * writes before the index store. */
+static inline void mrc_ring_publish(struct mrc_ring_hdr *r, uint32_t prod)
+{
+	atomic_store_explicit(&r->prod, prod, memory_order_release);
+}
+
+/* Consumer only: entries ready to read, given its private consumer index. Acquire pairs with
+ * mrc_ring_publish(). The caller must check the result against size: a value above it means
+ * the producer is corrupt. */
+static inline uint32_t mrc_ring_ready(struct mrc_ring_hdr *r, uint32_t cons)
+{
+	return atomic_load_explicit(&r->prod, memory_order_acquire) - cons;
+}
+
+/* Consumer only: hand slots before cons back to the producer (release: reads happen first). */
+static inline void mrc_ring_consume(struct mrc_ring_hdr *r, uint32_t cons)
+{
+	atomic_store_explicit(&r->cons, cons, memory_order_release);
+}
+
+/* Bytes of a ring region (header + entries), rounded to a cache line. */
+static inline size_t mrc_ring_bytes(uint32_t size, uint32_t entry_size)
+{
+	size_t b = sizeof(struct mrc_ring_hdr) + (size_t)size * entry_size;
+
+	return (b + MRC_CACHE_LINE - 1) & ~(size_t)(MRC_CACHE_LINE - 1);
+}
+
+/* ---- control messages (SOCK_SEQPACKET; one struct per datagram) ---- */
+enum mrc_ctl_op {
+	MRC_CTL_HELLO = 1,       /* first request; version negotiation */
+	MRC_CTL_QUERY_PORT = 2,
+	MRC_CTL_ALLOC_PD = 3,
+	MRC_CTL_DEALLOC_PD = 4,
+	MRC_CTL_MAP_BUF = 5,     /* + memfd (sealed against shrinking) */
+	MRC_CTL_UNMAP_BUF = 6,
+	MRC_CTL_REG_MR = 7,
+	MRC_CTL_DEREG_MR = 8,
+	MRC_CTL_CREATE_CQ = 9,   /* + eventfd; response + ring memfd */
+	MRC_CTL_DESTROY_CQ = 10,
+	MRC_CTL_CREATE_QP = 11,  /* response + ring memfd (SQ then RQ) */
+	MRC_CTL_MODIFY_QP = 12,
+	MRC_CTL_QUERY_QP = 13,
+	MRC_CTL_DESTROY_QP = 14,
+	MRC_CTL_OP_MAX = 15,
+};
+
+struct mrc_ctl_hdr {
+	uint16_t version;   /* MRC_ABI_VERSION */
+	uint16_t op;        /* enum mrc_ctl_op; the response echoes it */
+	uint32_t seq;       /* chosen by the app, echoed */
+	int32_t status;     /* response: 0 or negative errno; request: 0 */
+	uint32_t reserved;
+};
+_Static_assert(sizeof(struct mrc_ctl_hdr) == 16, "ctl header is 16 bytes");
+
+/* Handles are per session: index in the low 16 bits, generation above it. 0 is never valid. */
+struct mrc_ctl_req {
+	struct mrc_ctl_hdr hdr;
+	union {
+		struct { uint32_t abi_version; uint32_t pid; } hello;
+		struct { uint32_t handle; } obj;   /* DEALLOC_PD, UNMAP_BUF, DEREG_MR, DESTROY_*,
+						    * QUERY_QP */
+		struct { uint64_t app_addr; uint64_t len; } map_buf;
+		struct {
+			uint32_t pd, buf;
+			uint64_t offset, len;  /* within the buffer; iova = app_addr + offset */
+			uint32_t access;
+			uint32_t reserved;
+		} reg_mr;
+		struct { uint32_t depth; uint32_t reserved; } create_cq;
+		struct {
+			uint32_t pd, send_cq, recv_cq;
+			uint32_t qp_type;
+			uint32_t max_send_wr, max_recv_wr;
+			uint32_t max_send_sge, max_recv_sge;
+			uint32_t max_inline_data;
+			uint32_t sq_sig_all;
+		} create_qp;
+		struct {
+			uint32_t qp;
+			uint32_t mask;   /* enum mrc_qp_attr_mask */
+			struct mrc_qp_attr attr;
+		} modify_qp;
+		uint8_t raw[240];
+	} u;
+};
+_Static_assert(sizeof(struct mrc_ctl_req) == 256, "ctl request is 256 bytes");
+
+struct mrc_ctl_resp {
+	struct mrc_ctl_hdr hdr;
+	union {
+		struct { uint32_t abi_version; uint32_t session_id; } hello;
+		struct mrc_port_attr port;
+		struct { uint32_t handle; } obj;
+		struct { uint32_t handle, lkey, rkey, reserved; } reg_mr;
+		struct { uint32_t handle, size; uint64_t map_len; } create_cq;
+		struct {
+			uint32_t handle, qp_num;
+			uint32_t sq_size, rq_size;   /* entries */
+			uint64_t sq_off, rq_off;     /* ring headers within the memfd */
+			uint64_t map_len;
+			uint32_t max_inline_data;
+			uint32_t max_send_sge, max_recv_sge;
+			uint32_t reserved;
+		} create_qp;
+		struct mrc_qp_attr qp_attr;
+		uint8_t raw[240];
+	} u;
+};
+_Static_assert(sizeof(struct mrc_ctl_resp) == 256, "ctl response is 256 bytes");
+
+#endif

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT
+ * libmetaroce internals shared by client*.c. Never installed.
+ */
+#ifndef MR_SHM_CLIENT_PRIV_H
+#define MR_SHM_CLIENT_PRIV_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "metaroce/metaroce.h"
+#include "metaroce/shm_abi.h"
+
+enum mrc_obj_type { MRC_OBJ_BUF = 1, MRC_OBJ_PD, MRC_OBJ_MR, MRC_OBJ_CQ, MRC_OBJ_QP };
+
+/* Every client object starts with this link: mrc_close() frees what the app left open. */
+struct mrc_obj {
+	struct mrc_obj *prev, *next;
+	int type;
+	struct mrc_session *s;
+	uint32_t handle;   /* the daemon's per-session handle */
+};
+
+struct mrc_buf {
+	struct mrc_obj o;
+	uint8_t *addr;
+	size_t len;
+	uint32_t mr_refs;
+};
+
+struct mrc_pd {
+	struct mrc_obj o;
+};
+
+struct mrc_mr {
+	struct mrc_obj o;
+	struct mrc_pd *pd;
+	struct mrc_buf *buf;
+	uint32_t lkey, rkey;
+};
+
+struct mrc_cq {
+	struct mrc_obj o;
+	int evfd;
+	void *map;
+	size_t map_len;
+	struct mrc_ring_hdr *ring;
+	uint32_t size, mask;
+	uint32_t cons;          /* private consumer index */
+	uint32_t notify_seq;
+	uint32_t qp_refs;
+};
+
+struct mrc_qp {
+	struct mrc_obj o;
+	struct mrc_pd *pd;
+	struct mrc_cq *send_cq, *recv_cq;
+	uint32_t qp_num;
+	void *map;
+	size_t map_len;
+	struct mrc_ring_hdr *sq, *rq;
+	uint32_t sq_size, rq_size;
+	uint32_t sq_prod, rq_prod;  /* private producer indices */
+	uint32_t max_inline_data, max_send_sge, max_recv_sge;
+	uint32_t state;             /* as last set or queried (enum mr_qp_state) */
+};
+
+struct mrc_session {
+	int sock;
+	pthread_mutex_t lock;       /* serialises control requests */
+	uint32_t seq;
+	uint32_t id;
+	struct mrc_obj objs;        /* list head */
+	char err[256];
+};
+
+/* client.c */
+/* Records "fmt..." as the session's last error and returns -err (err is a positive errno). */
+int mrc_fail(struct mrc_session *s, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* One request/response exchange. fd_in: descriptor to pass or -1; *fd_out receives the
+ * response's descriptor (or -1) when fd_out is non-NULL. Returns the daemon's status or a
+ * transport error (-ECONNRESET daemon gone, -ETIMEDOUT no answer). */
+int mrc_rpc(struct mrc_session *s, uint16_t op, struct mrc_ctl_req *req, int fd_in,
+	    struct mrc_ctl_resp *resp, int *fd_out);
+void mrc_obj_link(struct mrc_session *s, struct mrc_obj *o, int type, uint32_t handle);
+void mrc_obj_unlink(struct mrc_obj *o);
+/* Frees client-side resources of an object (no request to the daemon). */
+void mrc_obj_free(struct mrc_obj *o);
+const char *mrc_op_name(uint16_t op);
+
+#endif

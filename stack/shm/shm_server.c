@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: MIT
+ * shm server: listening socket, sessions, the poll entry points.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shm_server_priv.h"
+#include "shm_sock.h"
+
+/* Control messages read per session per control poll: bounds the time one app can take. */
+#define CTL_BUDGET 8
+
+static int bind_path(struct mr_shm_server *srv, const char *path, uint32_t mode)
+{
+	int fd;
+
+	if (strlen(path) >= sizeof(srv->addr.sun_path))
+		return -ENAMETOOLONG;
+	srv->addr.sun_family = AF_UNIX;
+	strcpy(srv->addr.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&srv->addr, sizeof(srv->addr)) < 0) {
+		/* Replace a stale socket file (daemon crashed) but never steal a live one. */
+		int probe, live;
+
+		if (errno != EADDRINUSE)
+			goto fail;
+		probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		live = probe >= 0 &&
+		       connect(probe, (struct sockaddr *)&srv->addr, sizeof(srv->addr)) == 0;
+		if (probe >= 0)
+			close(probe);
+		if (live) {
+			close(fd);
+			return -EADDRINUSE;
+		}
+		unlink(path);
+		if (bind(fd, (struct sockaddr *)&srv->addr, sizeof(srv->addr)) < 0)
+			goto fail;
+	}
+	if (chmod(path, mode) < 0 || listen(fd, 64) < 0)
+		goto fail;
+	return fd;
+fail:
+	{
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+}
+
+struct mr_shm_server *mr_shm_server_create(const struct mr_shm_server_params *p)
+{
+	struct mr_shm_server *srv;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	int rc;
+
+	if (p == NULL || p->sock_path == NULL || p->ops == NULL || p->sock_path[0] == '\0') {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (p->ops->alloc_pd == NULL || p->ops->create_cq == NULL || p->ops->create_qp == NULL ||
+	    p->ops->post_send == NULL || p->ops->post_recv == NULL || p->ops->poll_cq == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	srv = calloc(1, sizeof(*srv));
+	if (srv == NULL)
+		return NULL;
+	srv->ops = p->ops;
+	srv->be = p->backend;
+	srv->max_sessions = p->max_sessions ? p->max_sessions : 64;
+	srv->max_objects = p->max_objects ? p->max_objects : 4096;
+	if (srv->max_objects > MR_SHM_HTAB_MAX)
+		srv->max_objects = MR_SHM_HTAB_MAX;
+	srv->max_session_bytes = p->max_session_bytes ? p->max_session_bytes : 4ull << 30;
+	srv->ctl_every = p->ctl_every ? p->ctl_every : 64;
+	srv->next_id = 1;
+	srv->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (srv->epfd < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	srv->lsock = bind_path(srv, p->sock_path, p->sock_mode ? p->sock_mode : 0660);
+	if (srv->lsock < 0) {
+		rc = srv->lsock;
+		close(srv->epfd);
+		goto fail;
+	}
+	if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->lsock, &ev) < 0) {
+		rc = -errno;
+		close(srv->lsock);
+		unlink(srv->addr.sun_path);
+		close(srv->epfd);
+		goto fail;
+	}
+	return srv;
+fail:
+	free(srv);
+	errno = -rc;
+	return NULL;
+}
+
+static void session_close(struct mr_shm_server *srv, struct mr_shm_session *s)
+{
+	struct mr_shm_session **pp;
+
+	for (pp = &srv->sessions; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == s) {
+			*pp = s->next;
+			break;
+		}
+	}
+	epoll_ctl(srv->epfd, EPOLL_CTL_DEL, s->sock, NULL);
+	close(s->sock);
+	mr_shm_session_reclaim(s);
+	mr_shm_htab_fini(&s->h);
+	free(s);
+	srv->nsessions--;
+	srv->st.sessions_closed++;
+}
+
+void mr_shm_server_destroy(struct mr_shm_server *srv)
+{
+	if (srv == NULL)
+		return;
+	while (srv->sessions != NULL)
+		session_close(srv, srv->sessions);
+	close(srv->lsock);
+	unlink(srv->addr.sun_path);
+	close(srv->epfd);
+	free(srv);
+}
+
+static void accept_all(struct mr_shm_server *srv)
+{
+	for (;;) {
+		struct mr_shm_session *s;
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
+		int fd = accept4(srv->lsock, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0)
+			return;
+		if (srv->nsessions >= srv->max_sessions) {
+			close(fd); /* the app sees ECONNRESET/EOF at HELLO */
+			continue;
+		}
+		s = calloc(1, sizeof(*s));
+		/* Salt: handle values differ between sessions (see shm_handle.h). */
+		if (s == NULL || mr_shm_htab_init(&s->h, srv->max_objects,
+						  (uint16_t)(srv->next_id * 0x6b43u + 0x2f1)) < 0) {
+			free(s);
+			close(fd);
+			continue;
+		}
+		s->sock = fd;
+		s->id = srv->next_id++;
+		s->srv = srv;
+		ev.data.ptr = s;
+		if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+			mr_shm_htab_fini(&s->h);
+			free(s);
+			close(fd);
+			continue;
+		}
+		s->next = srv->sessions;
+		srv->sessions = s;
+		srv->nsessions++;
+		srv->st.sessions_opened++;
+	}
+}
+
+/* Returns the number of messages handled, or -1 when the session must be closed. */
+static int session_read(struct mr_shm_session *s)
+{
+	int done = 0;
+
+	while (done < CTL_BUDGET) {
+		union {
+			struct mrc_ctl_req req;
+			uint8_t raw[sizeof(struct mrc_ctl_req) + 64];
+		} m;
+		struct mrc_ctl_resp resp;
+		int fds[MR_SHM_MAX_FDS];
+		unsigned int nfds = 0;
+		int out_fd = -1, rc;
+		ssize_t n = mr_shm_recv(s->sock, &m, sizeof(m), fds, MR_SHM_MAX_FDS, &nfds,
+					MSG_DONTWAIT);
+
+		if (n == -EAGAIN || n == -EWOULDBLOCK)
+			break;
+		if (n == -EMSGSIZE) {
+			/* Oversized datagram (already discarded): answered as malformed. */
+			n = 1;
+			m.raw[0] = 0;
+		} else if (n <= 0) {
+			return -1; /* EOF, ECONNRESET, ...: the app is gone */
+		}
+		mr_shm_ctl_handle(s, &m, (size_t)n, fds, nfds, &resp, &out_fd);
+		rc = mr_shm_send(s->sock, &resp, sizeof(resp), &out_fd, out_fd >= 0 ? 1 : 0);
+		if (out_fd >= 0)
+			close(out_fd);
+		if (rc < 0 && rc != -EAGAIN)
+			return -1;
+		done++;
+		if (s->closing)
+			return -1;
+	}
+	return done;
+}
+
+int mr_shm_server_poll_ctl(struct mr_shm_server *srv)
+{
+	struct epoll_event ev[16];
+	int n, i, work = 0;
+
+	if (srv == NULL)
+		return -EINVAL;
+	n = epoll_wait(srv->epfd, ev, 16, 0);
+	for (i = 0; i < n; i++) {
+		struct mr_shm_session *s = ev[i].data.ptr;
+		int r;
+
+		if (s == NULL) {
+			accept_all(srv);
+			work++;
+			continue;
+		}
+		r = session_read(s);
+		if (r < 0) {
+			/* Later events in this batch may name s: drop them before freeing. */
+			int j;
+
+			for (j = i + 1; j < n; j++)
+				if (ev[j].data.ptr == s)
+					ev[j].data.ptr = NULL, ev[j].events = 0;
+			session_close(srv, s);
+			work++;
+		} else {
+			work += r;
+		}
+	}
+	return work;
+}
+
+int mr_shm_server_poll_data(struct mr_shm_server *srv)
+{
+	struct mr_shm_session *s;
+	int work = 0;
+
+	if (srv == NULL)
+		return -EINVAL;
+	for (s = srv->sessions; s != NULL; s = s->next)
+		work += mr_shm_session_poll_data(s);
+	return work;
+}
+
+int mr_shm_server_poll(struct mr_shm_server *srv)
+{
+	int work;
+
+	if (srv == NULL)
+		return -EINVAL;
+	work = mr_shm_server_poll_data(srv);
+	if (srv->iter++ % srv->ctl_every == 0)
+		work += mr_shm_server_poll_ctl(srv);
+	return work;
+}
+
+int mr_shm_server_fd(const struct mr_shm_server *srv)
+{
+	return srv != NULL ? srv->epfd : -EINVAL;
+}
+
+unsigned int mr_shm_server_nsessions(const struct mr_shm_server *srv)
+{
+	return srv != NULL ? srv->nsessions : 0;
+}
+
+void mr_shm_server_get_stats(const struct mr_shm_server *srv, struct mr_shm_server_stats *st)
+{
+	if (srv != NULL && st != NULL)
+		*st = srv->st;
+}

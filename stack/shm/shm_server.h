@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT
+ * The daemon side of libmetaroce: accepts app sessions on a UNIX socket, maps their memory,
+ * turns control requests into calls on a backend ops table, and moves work requests and
+ * completions between the apps' shared-memory rings and the backend.
+ *
+ * No DPDK include, no threads, no locks: a server and its backend belong to one thread (the
+ * engine lcore that owns the transport). Everything is non-blocking. The host calls
+ * mr_shm_server_poll() from its poll loop (or poll_data every iteration and poll_ctl when
+ * mr_shm_server_fd() is readable / every N iterations).
+ *
+ * Isolation: every object belongs to one session and is named by a per-session handle with a
+ * generation number; ring contents are copied out and validated before use; SGE lkeys must
+ * name an MR of the same session and PD. When a session's socket reaches EOF or an error (the
+ * app exited or crashed), its QPs are moved to ERR and destroyed, then its MRs, CQs, PDs and
+ * mappings are released through the backend, and the other sessions carry on.
+ */
+#ifndef MR_SHM_SERVER_H
+#define MR_SHM_SERVER_H
+
+#include <stdint.h>
+
+#include "metaroce/metaroce.h"
+#include "metaroce/types.h"
+
+struct mr_shm_server;
+
+/* QP capabilities passed to the backend (already validated and rounded by the server). */
+struct mr_shm_qp_caps {
+	uint32_t max_send_wr, max_recv_wr;
+	uint32_t max_send_sge, max_recv_sge;
+	uint32_t max_inline_data;
+	bool sq_sig_all;
+};
+
+/* What the server needs from the transport. `be` is the backend pointer given at creation;
+ * object pointers are opaque backend objects. Every op returns 0 (or a count) or a negative
+ * errno, which the server forwards to the app. All ops are called from the server's thread.
+ *
+ * reg_mr: the engine must access [host, host+len) (the daemon's mapping of the app's memfd)
+ *   when peers or SGEs name [iova, iova+len) (the app's virtual address), i.e. rc.h mr_reg().
+ * post_send/post_recv: SGE addresses and lkeys are the app's, unchanged (they are iovas of
+ *   MRs registered above). For MR_SEND_INLINE, sg_list[0] instead points (host address, lkey
+ *   0) at a copy of the inline payload that is only valid during the call: the backend must
+ *   copy it before returning. Return -ENOMEM or -EAGAIN when the queue is full (the server
+ *   retries later); any other error makes the server complete that WR with an error CQE.
+ * poll_cq: as rc.h mr_cq_poll(); the server never asks for more than the app's ring can hold.
+ * modify_qp/query_qp: attribute values and mask bits are identical to rc.h's mr_qp_attr.
+ * query_port may be NULL (the server then reports a port that is down).
+ */
+struct mr_shm_backend_ops {
+	int (*query_port)(void *be, struct mrc_port_attr *attr);
+	int (*alloc_pd)(void *be, void **pd);
+	int (*dealloc_pd)(void *be, void *pd);
+	int (*reg_mr)(void *be, void *pd, void *host, uint64_t iova, uint64_t len,
+		      uint32_t access, void **mr, uint32_t *lkey, uint32_t *rkey);
+	int (*dereg_mr)(void *be, void *mr);
+	int (*create_cq)(void *be, uint32_t depth, void **cq);
+	int (*destroy_cq)(void *be, void *cq);
+	int (*poll_cq)(void *be, void *cq, int n, struct mr_wc *wc);
+	int (*create_qp)(void *be, void *pd, void *send_cq, void *recv_cq,
+			 const struct mr_shm_qp_caps *caps, void **qp, uint32_t *qp_num);
+	int (*modify_qp)(void *be, void *qp, const struct mrc_qp_attr *attr, uint32_t mask);
+	int (*query_qp)(void *be, void *qp, struct mrc_qp_attr *attr);
+	int (*destroy_qp)(void *be, void *qp);
+	int (*post_send)(void *be, void *qp, const struct mr_send_wr *wr);
+	int (*post_recv)(void *be, void *qp, const struct mr_recv_wr *wr);
+};
+
+struct mr_shm_server_params {
+	const char *sock_path;          /* filesystem path; a stale socket file is replaced */
+	const struct mr_shm_backend_ops *ops;
+	void *backend;
+	uint32_t max_sessions;          /* 0 = 64 */
+	uint32_t max_objects;           /* per session (PDs+bufs+MRs+CQs+QPs); 0 = 4096 */
+	uint64_t max_session_bytes;     /* mapped app buffers per session; 0 = 4 GiB */
+	uint32_t ctl_every;             /* mr_shm_server_poll(): control path every N calls; 0=64 */
+	uint32_t sock_mode;             /* permissions of the socket file; 0 = 0660 */
+};
+
+struct mr_shm_server_stats {
+	uint64_t sessions_opened, sessions_closed;
+	uint64_t ctl_requests;          /* well-formed requests handled */
+	uint64_t ctl_errors;            /* requests answered with a negative status */
+	uint64_t ctl_malformed;         /* wrong size / version / fd count: answered -EPROTO etc. */
+	uint64_t send_wrs, recv_wrs;    /* WRs handed to the backend */
+	uint64_t wr_rejected;           /* WRs completed with an error by the server */
+	uint64_t cqes;                  /* completions written to app CQ rings */
+	uint64_t events;                /* eventfd notifications */
+	uint64_t ring_corrupt;          /* app published an impossible ring index */
+	uint64_t events_refused;        /* wake-up skipped: the app made its eventfd blocking */
+};
+
+/* NULL + errno (EINVAL bad params, EADDRINUSE a live server owns the path, ENAMETOOLONG...). */
+struct mr_shm_server *mr_shm_server_create(const struct mr_shm_server_params *p);
+/* Reclaims every session (as if each app had exited), closes and unlinks the socket. */
+void mr_shm_server_destroy(struct mr_shm_server *srv);
+
+/* One iteration for a poll loop: the data path every call, the control path every ctl_every
+ * calls. Returns the amount of work done (0 = idle, so the caller may back off). */
+int mr_shm_server_poll(struct mr_shm_server *srv);
+/* Accepts sessions, handles pending control requests, reclaims closed sessions. */
+int mr_shm_server_poll_ctl(struct mr_shm_server *srv);
+/* Drains SQ/RQ rings into the backend and backend CQs into CQ rings (+ eventfd wake-ups). */
+int mr_shm_server_poll_data(struct mr_shm_server *srv);
+/* An fd (epoll) that is readable when the control path has work; for idle sleeping. */
+int mr_shm_server_fd(const struct mr_shm_server *srv);
+unsigned int mr_shm_server_nsessions(const struct mr_shm_server *srv);
+void mr_shm_server_get_stats(const struct mr_shm_server *srv, struct mr_shm_server_stats *st);
+
+#endif

@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: MIT
+ * shm server data path: SQ/RQ rings -> backend post_send/post_recv, backend CQs -> CQ rings,
+ * eventfd wake-ups for armed CQs. Ring memory is app-writable: every entry is copied out
+ * before it is validated, and published indices are range-checked.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shm_server_priv.h"
+
+#define WR_BUDGET 32   /* WRs per ring per poll: one app cannot starve the others */
+#define CQ_BUDGET 32
+
+static struct mr_shm_mr *mr_by_lkey(struct mr_shm_session *s, uint32_t lkey)
+{
+	struct mr_shm_mr *mr = s->last_mr;
+
+	/* Apps mostly reuse one MR per QP: one compare in the common case. */
+	if (mr != NULL && mr->lkey == lkey)
+		return mr;
+	for (mr = s->mrs; mr != NULL; mr = mr->next) {
+		if (mr->lkey == lkey) {
+			s->last_mr = mr;
+			return mr;
+		}
+	}
+	return NULL;
+}
+
+/* IBA 10.6.3 / C10-10: an L_Key is valid only for QPs of the MR's PD, and the SGE must lie
+ * within the region. Memory the engine writes (receives, READ/atomic results) needs local
+ * write access (IBA 10.6.3.1). Returns 0 or the completion status to report. */
+static int sge_check(struct mr_shm_session *s, const struct mr_shm_qp *qp,
+		     const struct mr_sge *sg, bool write)
+{
+	struct mr_shm_mr *mr;
+
+	if (sg->length == 0)
+		return 0;
+	mr = mr_by_lkey(s, sg->lkey);
+	if (mr == NULL || mr->pd != qp->pd || (write && !(mr->access & MR_ACCESS_LOCAL_WRITE)))
+		return MR_WC_LOC_PROT_ERR;
+	if (sg->addr < mr->iova || sg->length > mr->len || sg->addr - mr->iova > mr->len - sg->length)
+		return MR_WC_LOC_PROT_ERR;
+	return 0;
+}
+
+static uint32_t wc_opcode_of(uint32_t wr_opcode)
+{
+	switch (wr_opcode) {
+	case MR_WR_RDMA_WRITE:
+	case MR_WR_RDMA_WRITE_WITH_IMM:
+		return MR_WC_RDMA_WRITE;
+	case MR_WR_RDMA_READ:
+		return MR_WC_RDMA_READ;
+	case MR_WR_ATOMIC_CMP_AND_SWP:
+		return MR_WC_COMP_SWAP;
+	case MR_WR_ATOMIC_FETCH_AND_ADD:
+		return MR_WC_FETCH_ADD;
+	default:
+		return MR_WC_SEND;
+	}
+}
+
+/* Builds wr from a private copy of an SQ entry. inl receives the inline payload. Returns 0 or
+ * the completion status that rejects the WR. */
+static int sqe_to_wr(struct mr_shm_session *s, const struct mr_shm_qp *qp,
+		     const struct mrc_sqe *e, struct mr_send_wr *wr, uint8_t *inl)
+{
+	bool atomic = e->opcode == MR_WR_ATOMIC_CMP_AND_SWP ||
+		      e->opcode == MR_WR_ATOMIC_FETCH_AND_ADD;
+	bool local_write = atomic || e->opcode == MR_WR_RDMA_READ;
+	uint32_t i;
+	int st;
+
+	memset(wr, 0, sizeof(*wr));
+	switch (e->opcode) {
+	case MR_WR_RDMA_WRITE:
+	case MR_WR_RDMA_WRITE_WITH_IMM:
+	case MR_WR_SEND:
+	case MR_WR_SEND_WITH_IMM:
+	case MR_WR_RDMA_READ:
+	case MR_WR_ATOMIC_CMP_AND_SWP:
+	case MR_WR_ATOMIC_FETCH_AND_ADD:
+	case MR_WR_SEND_WITH_INV:
+		break;
+	default:
+		return MR_WC_LOC_QP_OP_ERR;
+	}
+	if (e->send_flags & ~(uint32_t)(MR_SEND_FENCE | MR_SEND_SIGNALED | MR_SEND_SOLICITED |
+					MR_SEND_INLINE))
+		return MR_WC_LOC_QP_OP_ERR;
+	wr->wr_id = e->wr_id;
+	wr->opcode = (enum mr_wr_opcode)e->opcode;
+	wr->send_flags = e->send_flags;
+	wr->imm_data = e->imm_data;
+	wr->invalidate_rkey = e->invalidate_rkey;
+	wr->rdma.remote_addr = e->remote_addr;
+	wr->rdma.rkey = e->rkey;
+	wr->atomic.remote_addr = e->remote_addr;
+	wr->atomic.rkey = e->rkey;
+	wr->atomic.compare_add = e->compare_add;
+	wr->atomic.swap = e->swap;
+	if (e->send_flags & MR_SEND_INLINE) {
+		/* Inline carries data out only: READ and atomics cannot be inline. */
+		if (local_write)
+			return MR_WC_LOC_QP_OP_ERR;
+		if (e->inline_len > qp->caps.max_inline_data || e->inline_len > MRC_SQE_INLINE_MAX)
+			return MR_WC_LOC_LEN_ERR;
+		memcpy(inl, e->u.inline_data, e->inline_len);
+		wr->num_sge = e->inline_len ? 1 : 0;
+		wr->sg_list[0].addr = (uint64_t)(uintptr_t)inl;
+		wr->sg_list[0].length = e->inline_len;
+		wr->sg_list[0].lkey = 0;
+		return 0;
+	}
+	if (e->num_sge > qp->caps.max_send_sge)
+		return MR_WC_LOC_QP_OP_ERR;
+	/* Atomics address one naturally aligned 8-byte word (IBA 9.4.5, C9-39 alignment). */
+	if (atomic && (e->num_sge != 1 || e->u.sge[0].length != 8 || (e->remote_addr & 7) != 0))
+		return MR_WC_LOC_QP_OP_ERR;
+	wr->num_sge = e->num_sge;
+	for (i = 0; i < e->num_sge; i++) {
+		wr->sg_list[i] = e->u.sge[i];
+		st = sge_check(s, qp, &wr->sg_list[i], local_write);
+		if (st != 0)
+			return st;
+	}
+	return 0;
+}
+
+/* Producer side of a CQ ring (the daemon's only producer role). Returns false when full. */
+static bool cq_push(struct mr_shm_cq *cq, const struct mr_wc *wc)
+{
+	struct mrc_cqe *e;
+
+	if (mrc_ring_free(cq->ring, cq->prod, cq->size) == 0)
+		return false;
+	e = mrc_ring_entry(cq->ring, cq->prod, cq->mask, sizeof(*e));
+	memset(e, 0, sizeof(*e));
+	e->wr_id = wc->wr_id;
+	e->status = (uint32_t)wc->status;
+	e->opcode = (uint32_t)wc->opcode;
+	e->vendor_err = wc->vendor_err;
+	e->byte_len = wc->byte_len;
+	e->imm_data = wc->imm_data;
+	e->invalidated_rkey = wc->invalidated_rkey;
+	e->qp_num = wc->qp_num;
+	e->src_qp = wc->src_qp;
+	e->wc_flags = wc->wc_flags;
+	cq->prod++;
+	return true;
+}
+
+/* IBA 11.4.2.2: after entries were added, an armed CQ raises one event. "Solicited only"
+ * fires on receive or error completions (struct mr_wc carries no SE bit). The seq_cst fence
+ * pairs with the one in mrc_req_notify_cq(): either we see the arm, or the app's re-poll
+ * after arming sees our entries. */
+static void cq_notify(struct mr_shm_session *s, struct mr_shm_cq *cq, bool solicited_ok)
+{
+	uint32_t req;
+	uint64_t one = 1;
+	int fl;
+
+	atomic_thread_fence(memory_order_seq_cst);
+	req = atomic_load_explicit(&cq->ring->notify_req, memory_order_relaxed);
+	if (req == cq->notify_done)
+		return;
+	if ((atomic_load_explicit(&cq->ring->notify_flags, memory_order_relaxed) &
+	     MRC_NOTIFY_SOLICITED) && !solicited_ok)
+		return;
+	cq->notify_done = req;
+	atomic_store_explicit(&cq->ring->notify_done, req, memory_order_release);
+	/* The app shares the fd's file status flags: if it cleared O_NONBLOCK (and pushed the
+	 * counter to its maximum) a write could block the engine, so check first. One fcntl per
+	 * event, and events happen at most once per arm. */
+	fl = fcntl(cq->evfd, F_GETFL);
+	if (fl < 0 || !(fl & O_NONBLOCK)) {
+		s->srv->st.events_refused++;
+		return;
+	}
+	/* EAGAIN only at counter overflow: an event is pending anyway. */
+	if (write(cq->evfd, &one, sizeof(one)) == sizeof(one))
+		s->srv->st.events++;
+}
+
+int mr_shm_cq_drain(struct mr_shm_session *s, struct mr_shm_cq *cq)
+{
+	struct mr_wc wc[CQ_BUDGET];
+	uint32_t room = mrc_ring_free(cq->ring, cq->prod, cq->size);
+	bool sol = false;
+	int n, i;
+
+	if (room == 0)
+		return 0; /* app is slow: completions wait in the backend CQ */
+	n = s->srv->ops->poll_cq(s->srv->be, cq->be, room < CQ_BUDGET ? (int)room : CQ_BUDGET,
+				 wc);
+	if (n <= 0)
+		return 0;
+	for (i = 0; i < n; i++) {
+		cq_push(cq, &wc[i]);
+		sol |= wc[i].opcode >= MR_WC_RECV || wc[i].status != MR_WC_SUCCESS;
+	}
+	mrc_ring_publish(cq->ring, cq->prod);
+	s->srv->st.cqes += (uint64_t)n;
+	cq_notify(s, cq, sol);
+	return n;
+}
+
+/* Completes a WR the server rejected. Earlier backend completions of the CQ go first so the
+ * app sees completions in order. Returns false if the ring is full (retry later). */
+static bool complete_error(struct mr_shm_session *s, struct mr_shm_cq *cq, uint64_t wr_id,
+			   uint32_t status, uint32_t opcode, uint32_t qpn, int err)
+{
+	struct mr_wc wc = {
+		.wr_id = wr_id, .status = (enum mr_wc_status)status,
+		.opcode = (enum mr_wc_opcode)opcode, .vendor_err = (uint32_t)-err, .qp_num = qpn,
+	};
+
+	mr_shm_cq_drain(s, cq);
+	if (!cq_push(cq, &wc))
+		return false;
+	mrc_ring_publish(cq->ring, cq->prod);
+	s->srv->st.cqes++;
+	s->srv->st.wr_rejected++;
+	cq_notify(s, cq, true);
+	return true;
+}
+
+static int qp_drain_sq(struct mr_shm_session *s, struct mr_shm_qp *qp)
+{
+	const struct mr_shm_backend_ops *ops = s->srv->ops;
+	uint32_t ready = mrc_ring_ready(qp->sq, qp->sq_cons);
+	int n = 0;
+
+	if (ready > qp->sq_size) {
+		qp->broken = true;
+		s->srv->st.ring_corrupt++;
+		return 0;
+	}
+	while (ready > 0 && n < WR_BUDGET) {
+		struct mrc_sqe e;
+		struct mr_send_wr wr;
+		uint8_t inl[MRC_SQE_INLINE_MAX];
+		int st, rc = 0;
+
+		memcpy(&e, mrc_ring_entry(qp->sq, qp->sq_cons, qp->sq_size - 1, sizeof(e)),
+		       sizeof(e));
+		st = sqe_to_wr(s, qp, &e, &wr, inl);
+		if (st == 0) {
+			rc = ops->post_send(s->srv->be, qp->be, &wr);
+			if (rc == -ENOMEM || rc == -EAGAIN)
+				break; /* backend queue full: the entry stays in the ring */
+			if (rc < 0)
+				st = MR_WC_LOC_QP_OP_ERR;
+		} else {
+			rc = -EINVAL;
+		}
+		if (st != 0 && !complete_error(s, qp->send_cq, e.wr_id, (uint32_t)st,
+					       wc_opcode_of(e.opcode), qp->qp_num, rc))
+			break;
+		if (st == 0)
+			s->srv->st.send_wrs++;
+		qp->sq_cons++;
+		ready--;
+		n++;
+	}
+	if (n > 0)
+		mrc_ring_consume(qp->sq, qp->sq_cons);
+	return n;
+}
+
+static int qp_drain_rq(struct mr_shm_session *s, struct mr_shm_qp *qp)
+{
+	const struct mr_shm_backend_ops *ops = s->srv->ops;
+	uint32_t ready = mrc_ring_ready(qp->rq, qp->rq_cons);
+	int n = 0;
+
+	if (ready > qp->rq_size) {
+		qp->broken = true;
+		s->srv->st.ring_corrupt++;
+		return 0;
+	}
+	while (ready > 0 && n < WR_BUDGET) {
+		struct mrc_rqe e;
+		struct mr_recv_wr wr;
+		uint32_t i;
+		int st = 0, rc = -EINVAL;
+
+		memcpy(&e, mrc_ring_entry(qp->rq, qp->rq_cons, qp->rq_size - 1, sizeof(e)),
+		       sizeof(e));
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = e.wr_id;
+		if (e.num_sge > qp->caps.max_recv_sge) {
+			st = MR_WC_LOC_QP_OP_ERR;
+		} else {
+			wr.num_sge = e.num_sge;
+			for (i = 0; i < e.num_sge && st == 0; i++) {
+				wr.sg_list[i] = e.sge[i];
+				st = sge_check(s, qp, &wr.sg_list[i], true);
+			}
+		}
+		if (st == 0) {
+			rc = ops->post_recv(s->srv->be, qp->be, &wr);
+			if (rc == -ENOMEM || rc == -EAGAIN)
+				break;
+			if (rc < 0)
+				st = MR_WC_LOC_QP_OP_ERR;
+		}
+		if (st != 0 && !complete_error(s, qp->recv_cq, e.wr_id, (uint32_t)st, MR_WC_RECV,
+					       qp->qp_num, rc))
+			break;
+		if (st == 0)
+			s->srv->st.recv_wrs++;
+		qp->rq_cons++;
+		ready--;
+		n++;
+	}
+	if (n > 0)
+		mrc_ring_consume(qp->rq, qp->rq_cons);
+	return n;
+}
+
+int mr_shm_session_poll_data(struct mr_shm_session *s)
+{
+	struct mr_shm_qp *qp;
+	struct mr_shm_cq *cq;
+	int work = 0;
+
+	for (qp = s->qps; qp != NULL; qp = qp->next) {
+		if (qp->broken)
+			continue;
+		work += qp_drain_rq(s, qp);
+		work += qp_drain_sq(s, qp);
+	}
+	for (cq = s->cqs; cq != NULL; cq = cq->next)
+		work += mr_shm_cq_drain(s, cq);
+	return work;
+}

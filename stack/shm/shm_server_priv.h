@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT
+ * shm server internals shared by shm_server.c (sessions), shm_server_ctl.c (control requests)
+ * and shm_server_data.c (ring data path). Never installed.
+ */
+#ifndef MR_SHM_SERVER_PRIV_H
+#define MR_SHM_SERVER_PRIV_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/un.h>
+
+#include "metaroce/shm_abi.h"
+#include "shm_handle.h"
+#include "shm_server.h"
+
+struct mr_shm_session;
+
+struct mr_shm_pd {
+	uint32_t handle;
+	void *be;
+	uint32_t refs;            /* MRs + QPs */
+};
+
+struct mr_shm_buf {
+	uint32_t handle;
+	uint64_t app_addr, len;
+	void *host;               /* daemon's mapping */
+	uint32_t refs;            /* MRs */
+};
+
+struct mr_shm_mr {
+	uint32_t handle;
+	void *be;
+	struct mr_shm_pd *pd;
+	struct mr_shm_buf *buf;
+	uint64_t iova, len;
+	uint32_t lkey, rkey;
+	uint32_t access;
+	struct mr_shm_mr *next;   /* session MR list (lkey lookup on the data path) */
+};
+
+struct mr_shm_cq {
+	uint32_t handle;
+	void *be;
+	uint32_t refs;            /* QPs */
+	int evfd;
+	void *map;
+	size_t map_len;
+	struct mrc_ring_hdr *ring;
+	uint32_t size, mask;      /* private copies: the app cannot change them */
+	uint32_t prod;            /* private producer index */
+	uint32_t notify_done;     /* private copy of the last arm request served */
+	struct mr_shm_cq *next;
+};
+
+struct mr_shm_qp {
+	uint32_t handle;
+	void *be;
+	uint32_t qp_num;
+	struct mr_shm_pd *pd;
+	struct mr_shm_cq *send_cq, *recv_cq;
+	void *map;
+	size_t map_len;
+	struct mrc_ring_hdr *sq, *rq;
+	uint32_t sq_size, rq_size;
+	uint32_t sq_cons, rq_cons;    /* private consumer indices */
+	struct mr_shm_qp_caps caps;
+	bool broken;                  /* ring protocol violated: no longer served */
+	struct mr_shm_qp *next;
+};
+
+struct mr_shm_session {
+	int sock;
+	uint32_t id;
+	uint32_t pid;
+	bool hello_done;
+	bool closing;
+	uint64_t mapped_bytes;
+	struct mr_shm_htab h;
+	struct mr_shm_qp *qps;
+	struct mr_shm_cq *cqs;
+	struct mr_shm_mr *mrs;
+	struct mr_shm_mr *last_mr;    /* lkey lookup cache (NULL when that MR goes) */
+	struct mr_shm_session *next;
+	struct mr_shm_server *srv;
+};
+
+struct mr_shm_server {
+	int lsock;
+	int epfd;
+	struct sockaddr_un addr;
+	const struct mr_shm_backend_ops *ops;
+	void *be;
+	uint32_t max_sessions, max_objects, ctl_every;
+	uint64_t max_session_bytes;
+	uint32_t nsessions;
+	uint32_t next_id;
+	uint64_t iter;
+	struct mr_shm_session *sessions;
+	struct mr_shm_server_stats st;
+};
+
+/* shm_server_ctl.c: handle one received message; fills resp and the fds to send back.
+ * Consumes (closes or keeps) every fd in fds. */
+void mr_shm_ctl_handle(struct mr_shm_session *s, const void *msg, size_t len, int *fds,
+		       unsigned int nfds, struct mrc_ctl_resp *resp, int *out_fd);
+/* Releases every object of a session through the backend (QPs to ERR first). */
+void mr_shm_session_reclaim(struct mr_shm_session *s);
+
+/* shm_server_data.c */
+int mr_shm_session_poll_data(struct mr_shm_session *s);
+/* Moves backend completions of cq into its ring (as many as fit); returns how many. */
+int mr_shm_cq_drain(struct mr_shm_session *s, struct mr_shm_cq *cq);
+
+#endif

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT
+ * mrperf argument parsing: perftest's defaults, good flag spellings, and strict rejection of
+ * bad values with the flag named in the message.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "args.h"
+
+#define ARGV(...) ((const char *const[]){ "mrperf", __VA_ARGS__ })
+#define ARGC(...) ((int)(sizeof((const char *[]){ "mrperf", __VA_ARGS__ }) / sizeof(char *)))
+#define PARSE(a, err, ...) mr_perf_args_parse(ARGC(__VA_ARGS__), ARGV(__VA_ARGS__), (a), (err), sizeof(err))
+
+static void test_defaults(void **state)
+{
+	struct mr_perf_args a;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(PARSE(&a, err, "write_bw"), 0);
+	assert_int_equal(a.test, MR_PT_WRITE_BW);
+	assert_null(a.server);
+	assert_int_equal(a.size, 65536);
+	assert_int_equal(a.iters, 5000);
+	assert_int_equal(a.tx_depth, 128);
+	assert_int_equal(a.cq_mod, 100);
+	assert_int_equal(a.port, 18515);
+	assert_int_equal(a.num_qps, 1);
+	assert_int_equal(a.mtu, 0);
+	assert_false(a.gbits);
+	assert_false(a.verify);
+	assert_string_equal(a.sock, "/run/metaroce/metaroced.sock");
+
+	assert_int_equal(PARSE(&a, err, "send_lat", "10.0.0.1"), 0);
+	assert_int_equal(a.test, MR_PT_SEND_LAT);
+	assert_string_equal(a.server, "10.0.0.1");
+	assert_int_equal(a.size, 2);
+	assert_int_equal(a.iters, 1000);
+	assert_int_equal(a.tx_depth, 1);
+	assert_int_equal(a.cq_mod, 1); /* clamped to the TX depth */
+
+	assert_int_equal(PARSE(&a, err, "atomic_bw"), 0);
+	assert_int_equal(a.size, 8);
+	/* tx depth never exceeds the iteration count */
+	assert_int_equal(PARSE(&a, err, "read_bw", "-n", "50"), 0);
+	assert_int_equal(a.tx_depth, 50);
+}
+
+static void test_all_flags(void **state)
+{
+	struct mr_perf_args a;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(PARSE(&a, err, "-s", "4096", "--iters=100", "-q2", "--mtu", "1024", "-p",
+			       "20000", "-t", "64", "-r", "256", "-Q", "10", "-F", "-x", "1", "-d", "rxe0",
+			       "--report_gbits", "--verify", "--seed=7", "--json", "/tmp/o.json",
+			       "--sock=/tmp/s.sock", "read_bw", "server.example"), 0);
+	assert_int_equal(a.test, MR_PT_READ_BW);
+	assert_string_equal(a.server, "server.example");
+	assert_int_equal(a.size, 4096);
+	assert_int_equal(a.iters, 100);
+	assert_int_equal(a.num_qps, 2);
+	assert_int_equal(a.mtu, 1024);
+	assert_int_equal(a.port, 20000);
+	assert_int_equal(a.tx_depth, 64);
+	assert_int_equal(a.rx_depth, 256);
+	assert_int_equal(a.cq_mod, 10);
+	assert_int_equal(a.gid_index, 1);
+	assert_string_equal(a.device, "rxe0");
+	assert_true(a.gbits);
+	assert_true(a.verify);
+	assert_int_equal(a.seed, 7);
+	assert_string_equal(a.json, "/tmp/o.json");
+	assert_string_equal(a.sock, "/tmp/s.sock");
+
+	assert_int_equal(PARSE(&a, err, "write_lat", "-a", "-D", "3"), -EINVAL);
+	assert_int_equal(PARSE(&a, err, "write_lat", "-a"), 0);
+	assert_true(a.all);
+	assert_int_equal(PARSE(&a, err, "write_bw", "-D", "3"), 0);
+	assert_int_equal(a.duration, 3);
+	assert_int_equal(PARSE(&a, err, "-h"), 0);
+	assert_true(a.help);
+	assert_int_equal(PARSE(&a, err, "write_bw", "--", "-host-with-dash"), 0);
+	assert_string_equal(a.server, "-host-with-dash");
+}
+
+/* Each bad command line must fail and the message must contain `needle`. */
+static void bad(int argc, const char *const argv[], const char *needle)
+{
+	struct mr_perf_args a;
+	char err[256];
+
+	assert_int_equal(mr_perf_args_parse(argc, argv, &a, err, sizeof(err)), -EINVAL);
+	if (strstr(err, needle) == NULL)
+		fail_msg("error '%s' does not mention '%s'", err, needle);
+}
+
+#define BAD(needle, ...) bad(ARGC(__VA_ARGS__), ARGV(__VA_ARGS__), needle)
+
+static void test_bad_values(void **state)
+{
+	(void)state;
+	BAD("-s", "write_bw", "-s", "0");
+	BAD("-s", "write_bw", "-s", "abc");
+	BAD("-s", "write_bw", "-s", "-5");
+	BAD("-s", "write_bw", "-s", "12k");
+	BAD("--size", "write_bw", "--size=99999999999");
+	BAD("-s", "write_bw", "-s", "");
+	BAD("-n", "write_bw", "-n", "2");
+	BAD("-m", "write_bw", "-m", "1500");
+	BAD("--mtu", "write_bw", "--mtu=9000");
+	BAD("-p", "write_bw", "-p", "70000");
+	BAD("-p", "write_bw", "-p", "0");
+	BAD("-q", "write_bw", "-q", "0");
+	BAD("-t", "write_bw", "-t", "1x");
+	BAD("-x", "write_bw", "-x", "256");
+	BAD("-D", "write_bw", "-D", "0");
+	BAD("--seed", "write_bw", "--seed", "4294967296");
+	BAD("--json", "write_bw", "--json=");
+	BAD("--bogus", "write_bw", "--bogus");
+	BAD("-z", "write_bw", "-z");
+	BAD("-s", "write_bw", "-s");
+	BAD("--report_gbits", "write_bw", "--report_gbits=1");
+	BAD("-F", "write_bw", "-Fx");
+	BAD("-n/--iters", "write_bw", "-D", "5", "-n", "100");
+	BAD("-s/--size", "atomic_bw", "-s", "16");
+	BAD("-a/--all", "atomic_lat", "-a");
+	BAD("-D/--duration", "send_bw", "-D", "3");
+	BAD("-D/--duration", "write_lat", "-D", "3");
+	BAD("frob_bw", "frob_bw");
+	BAD("unexpected", "write_bw", "a", "b");
+	BAD("missing test", "-s", "64");
+}
+
+static void test_names(void **state)
+{
+	enum mr_pt_test t;
+
+	(void)state;
+	assert_int_equal(mr_perf_test_from_name("atomic_lat", &t), 0);
+	assert_int_equal(t, MR_PT_ATOMIC_LAT);
+	assert_string_equal(mr_perf_test_name(MR_PT_SEND_BW), "send_bw");
+	assert_int_equal(mr_perf_test_from_name("WRITE_BW", &t), -EINVAL);
+	assert_true(mr_perf_test_is_bw(MR_PT_ATOMIC_BW));
+	assert_false(mr_perf_test_is_bw(MR_PT_READ_LAT));
+	assert_non_null(strstr(mr_perf_usage(), "--report_gbits"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_all_flags),
+		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_names),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
