@@ -5,6 +5,9 @@
 Reads pcap/pcapng files with scapy, and for every Ethernet/IP/UDP frame to port 4791 recomputes
 the ICRC: for IPv4 with scapy.contrib.roce (BTH.icrc=None makes scapy rebuild it), for IPv6,
 which scapy's RoCE layer does not support, with zlib.crc32 over the A17.3.3 pseudo-header.
+MetaRoCE frames (BTH opcode 0xC0-0xDF, manufacturer-specific in IBA 9.2 table 38, which scapy does
+not decode) get the same ICRC rules computed from the raw bytes; on every standard IPv4 frame the
+raw computation is also compared with scapy's, so the raw path is itself checked.
 Prints failing frames (file, 1-based frame number), then `N passed, M failed`; exit 1 on any
 failure. Usage: roce_check.py [--skip-if-no-scapy] FILE...
 """
@@ -26,6 +29,24 @@ def icrc_ipv6(frame_bytes, l3off):
     return zlib.crc32(b"\xff" * 8 + bytes(b)) & 0xFFFFFFFF
 
 
+def icrc_ipv4(frame_bytes, l3off):
+    """ICRC of an IPv4 RoCE v2 frame (A17.3.3): 8 x 0xff, IPv4 header (options included) with
+    TOS, TTL and header checksum all ones, UDP with checksum all ones, BTH with byte 4 all ones,
+    rest up to the ICRC."""
+    b = bytearray(frame_bytes[l3off:-4])
+    ihl = (b[0] & 0x0F) * 4
+    b[1] = 0xFF
+    b[8] = 0xFF
+    b[10] = b[11] = 0xFF
+    b[ihl + 6] = b[ihl + 7] = 0xFF
+    b[ihl + 8 + 4] = 0xFF
+    return zlib.crc32(b"\xff" * 8 + bytes(b)) & 0xFFFFFFFF
+
+
+def is_metaroce(opcode):
+    return (opcode & 0xE0) == 0xC0
+
+
 def main(argv):
     skip_ok = "--skip-if-no-scapy" in argv
     files = [a for a in argv if a != "--skip-if-no-scapy"]
@@ -40,7 +61,7 @@ def main(argv):
         print("scapy not available (%s): install Debian's python3-scapy" % e, file=sys.stderr)
         return SKIP if skip_ok else 2
 
-    passed = failed = skipped = 0
+    passed = failed = skipped = metaroce = 0
     for path in files:
         try:
             reader = PcapReader(path)
@@ -55,7 +76,18 @@ def main(argv):
                     continue
                 orig = raw(pkt)
                 stored = int.from_bytes(orig[-4:], "little")
-                if IP in pkt:
+                bth_off = len(orig) - len(raw(pkt[UDP])) + 8
+                if len(orig) < bth_off + 12 + 4:
+                    print("%s: frame %d: FAIL: too short for BTH + ICRC" % (path, no))
+                    failed += 1
+                    continue
+                mrc = is_metaroce(orig[bth_off])
+                if mrc and (IP in pkt or IPv6 in pkt):
+                    metaroce += 1
+                    l3 = pkt[IP] if IP in pkt else pkt[IPv6]
+                    l3off = len(orig) - len(raw(l3))
+                    want = (icrc_ipv4 if IP in pkt else icrc_ipv6)(orig, l3off)
+                elif IP in pkt:
                     p2 = pkt.copy()
                     if BTH not in p2:
                         print("%s: frame %d: FAIL: scapy found no BTH" % (path, no))
@@ -63,6 +95,12 @@ def main(argv):
                         continue
                     p2[BTH].icrc = None
                     want = int.from_bytes(raw(p2)[-4:], "little")
+                    mine = icrc_ipv4(orig, len(orig) - len(raw(pkt[IP])))
+                    if mine != want:
+                        print("%s: frame %d: FAIL: raw ICRC 0x%08x disagrees with scapy 0x%08x"
+                              % (path, no, mine, want))
+                        failed += 1
+                        continue
                 elif IPv6 in pkt:
                     l3off = len(orig) - len(raw(pkt[IPv6]))
                     want = icrc_ipv6(orig, l3off)
@@ -76,6 +114,8 @@ def main(argv):
                           % (path, no, stored, want))
                     failed += 1
     print("skipped %d non-RoCE frames" % skipped)
+    if metaroce:
+        print("MetaRoCE frames checked: %d" % metaroce)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

@@ -2,6 +2,8 @@
  * mrpcap: verify and decode RoCE v2 traffic in pcap files with metaroce's own wire parser.
  *   mrpcap check FILE...   verify every RoCE v2 frame (headers + ICRC); exit 1 if any fails
  *   mrpcap dump FILE       one line per RoCE v2 frame
+ * MetaRoCE frames (opcodes 0xC0 | RC opcode, docs/metaroce-wire.md) are verified by the same
+ * parser (ICRC, lengths, MRETH ver == 1, offset + payload <= msg_len) and decoded in full.
  * Frame numbers are 1-based, counting every record in the file, as Wireshark numbers them.
  */
 #include <arpa/inet.h>
@@ -13,10 +15,12 @@
 
 #include "pcap_file.h"
 #include "wire/icrc.h"
+#include "wire/roce_opcode.h"
 #include "wire/roce_pkt.h"
 
 struct check_stats {
 	uint64_t passed, failed, skipped, file_errors;
+	uint64_t metaroce_passed, metaroce_failed;
 	uint64_t per_opcode[256];
 	uint64_t per_reason[MR_PARSE_NR_RESULTS];
 };
@@ -100,10 +104,14 @@ static void check_file(const char *path, struct check_stats *st)
 			printf("\n");
 			st->failed++;
 			st->per_reason[res]++;
+			if (pkt.bth && mr_opcode_is_metaroce(pkt.bth[0]))
+				st->metaroce_failed++;
 			continue;
 		}
 		st->passed++;
 		st->per_opcode[pkt.hdr.opcode]++;
+		if (mr_opcode_is_metaroce(pkt.hdr.opcode))
+			st->metaroce_passed++;
 	}
 	if (rc < 0) {
 		fprintf(stderr, "%s: corrupt or unreadable record after frame %" PRIu64 ": %s\n",
@@ -133,6 +141,9 @@ static int cmd_check(int argc, char **argv)
 		if (st->per_reason[res])
 			printf("  failed: %-28s %" PRIu64 "\n",
 			       mr_parse_result_str((enum mr_parse_result)res), st->per_reason[res]);
+	if (st->metaroce_passed || st->metaroce_failed)
+		printf("MetaRoCE frames: %" PRIu64 " passed, %" PRIu64 " failed\n",
+		       st->metaroce_passed, st->metaroce_failed);
 	printf("skipped %" PRIu64 " non-RoCE frames\n", st->skipped);
 	if (st->file_errors)
 		printf("%" PRIu64 " file(s) could not be read completely\n", st->file_errors);
@@ -168,58 +179,82 @@ static void print_aeth(uint8_t syn, uint32_t msn)
 	printf(" msn=%u", msn);
 }
 
+/* MRETH (docs/metaroce-wire.md): path, message, byte range, flags, timestamp. */
+static void print_mreth(const struct mr_roce_hdrs *h)
+{
+	uint8_t f = h->mreth.flags;
+
+	printf(" mreth=path:%u,msg_seq:%u,off:%u/%u,flags:", h->mreth.path, h->mreth.msg_seq,
+	       h->mreth.offset, h->mreth.msg_len);
+	if (!f)
+		printf("-");
+	printf("%s%s%s%s", f & MR_MRETH_RETX ? "RETX" : "",
+	       (f & MR_MRETH_TLP) ? ((f & MR_MRETH_RETX) ? "|TLP" : "TLP") : "",
+	       (f & MR_MRETH_ECE) ? ((f & (MR_MRETH_RETX | MR_MRETH_TLP)) ? "|ECE" : "ECE") : "",
+	       (f & ~MR_MRETH_FLAGS_MASK) ? ((f & MR_MRETH_FLAGS_MASK) ? "|rsvd" : "rsvd") : "");
+	printf(",ts:0x%08x", h->mreth.ts);
+}
+
+/* SACKETH as PSN ranges: "cum 0x000123 sack [0x000125-0x000130,0x000133] ce 2". The cumulative
+ * acknowledgement is the BTH PSN (IBA 9.7.5.1 semantics, kept by MetaRoCE). */
+static void print_sack(const struct mr_roce_hdrs *h)
+{
+	bool first = true;
+
+	printf(" cum 0x%06x sack [", h->psn);
+	for (unsigned int i = 0; i < MR_SACK_BITS;) {
+		unsigned int j = i;
+
+		if (!mr_sack_test(h->sack.bitmap, i)) {
+			i++;
+			continue;
+		}
+		while (j + 1 < MR_SACK_BITS && mr_sack_test(h->sack.bitmap, j + 1))
+			j++;
+		printf("%s0x%06x", first ? "" : ",", mr_psn_add(h->sack.base, i));
+		if (j > i)
+			printf("-0x%06x", mr_psn_add(h->sack.base, j));
+		first = false;
+		i = j + 1;
+	}
+	printf("] ce %u", h->sack.ce_count);
+}
+
 static void dump_pkt(uint64_t n, const struct mr_pkt *p)
 {
 	const struct mr_roce_hdrs *h = &p->hdr;
+	const struct mr_opcode_info *oi = mr_opcode_info(h->opcode);
 	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
-	uint8_t op = h->opcode;
+	uint32_t m = oi ? oi->mask : 0;
 
 	fmt_addr(src, sizeof(src), p->sgid, p->ipv6);
 	fmt_addr(dst, sizeof(dst), p->dgid, p->ipv6);
 	printf("%" PRIu64 " %s -> %s sport=%u %s qpn=0x%06x psn=%u ackreq=%d", n, src, dst,
-	       p->udp_sport, mr_opcode_name(op), h->dqpn, h->psn, h->ackreq);
+	       p->udp_sport, oi ? oi->name : "?", h->dqpn, h->psn, h->ackreq);
 	if (h->se)
 		printf(" se=1");
 	if (h->fecn || h->becn)
 		printf(" fecn=%d becn=%d", h->fecn, h->becn);
-	switch (op) {
-	case MR_OP_RC_WRITE_FIRST:
-	case MR_OP_RC_WRITE_ONLY:
-	case MR_OP_RC_WRITE_ONLY_IMM:
-	case MR_OP_RC_READ_REQUEST:
+	/* Headers in wire order, as the opcode table says they are present. */
+	if (m & MR_MRETH_MASK)
+		print_mreth(h);
+	if (m & MR_RETH_MASK)
 		printf(" reth=va:0x%" PRIx64 ",rkey:0x%x,len:%u", h->reth.va, h->reth.rkey,
 		       h->reth.dlen);
-		break;
-	case MR_OP_RC_CMP_SWAP:
-	case MR_OP_RC_FETCH_ADD:
+	if (m & MR_ATMETH_MASK)
 		printf(" atmeth=va:0x%" PRIx64 ",rkey:0x%x,swap_add:0x%" PRIx64 ",cmp:0x%" PRIx64,
 		       h->atmeth.va, h->atmeth.rkey, h->atmeth.swap_add, h->atmeth.cmp);
-		break;
-	case MR_OP_UD_SEND_ONLY:
-	case MR_OP_UD_SEND_ONLY_IMM:
+	if (m & MR_DETH_MASK)
 		printf(" deth=qkey:0x%x,sqpn:0x%06x", h->deth.qkey, h->deth.sqpn);
-		break;
-	default:
-		break;
-	}
-	switch (op) {
-	case MR_OP_RC_READ_RESPONSE_FIRST:
-	case MR_OP_RC_READ_RESPONSE_LAST:
-	case MR_OP_RC_READ_RESPONSE_ONLY:
-	case MR_OP_RC_ACK:
-	case MR_OP_RC_ATOMIC_ACK:
+	if (m & MR_AETH_MASK)
 		print_aeth(h->aeth.syndrome, h->aeth.msn);
-		break;
-	default:
-		break;
-	}
-	if (op == MR_OP_RC_ATOMIC_ACK)
+	if (m & MR_SACKETH_MASK)
+		print_sack(h);
+	if (m & MR_ATMACK_MASK)
 		printf(" orig=0x%" PRIx64, h->atmack);
-	if (op == MR_OP_RC_SEND_LAST_IMM || op == MR_OP_RC_SEND_ONLY_IMM ||
-	    op == MR_OP_RC_WRITE_LAST_IMM || op == MR_OP_RC_WRITE_ONLY_IMM ||
-	    op == MR_OP_UD_SEND_ONLY_IMM)
+	if (m & MR_IMMDT_MASK)
 		printf(" imm=0x%08x", h->imm);
-	if (op == MR_OP_RC_SEND_LAST_INV || op == MR_OP_RC_SEND_ONLY_INV)
+	if (m & MR_IETH_MASK)
 		printf(" ieth_rkey=0x%x", h->ieth_rkey);
 	printf(" paylen=%u\n", p->paylen);
 }

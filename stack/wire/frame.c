@@ -36,7 +36,7 @@ static const char *const parse_result_names[MR_PARSE_NR_RESULTS] = {
 	[MR_PARSE_BAD_IP_LEN] = "bad IP length",
 	[MR_PARSE_BAD_UDP_LEN] = "bad UDP length",
 	[MR_PARSE_BAD_UDP_CSUM] = "bad UDP checksum",
-	[MR_PARSE_BAD_VERSION] = "bad BTH transport version",
+	[MR_PARSE_BAD_VERSION] = "bad BTH transport version or MRETH version",
 	[MR_PARSE_UNKNOWN_OPCODE] = "unknown BTH opcode",
 	[MR_PARSE_BAD_PAD] = "bad pad count",
 	[MR_PARSE_BAD_LENGTH] = "payload length illegal for opcode",
@@ -120,6 +120,24 @@ static void decode_hdrs(const struct mr_opcode_info *oi, const uint8_t *bth,
 	h->dqpn = mr_bth_qpn(bth);
 	h->ackreq = mr_bth_ackreq(bth);
 	h->psn = mr_bth_psn(bth);
+	if (oi->mask & MR_MRETH_MASK) {
+		const uint8_t *p = bth + oi->offset[MR_HDR_MRETH];
+
+		h->mreth.ver = mr_mreth_ver(p);
+		h->mreth.flags = mr_mreth_flags(p);
+		h->mreth.path = mr_mreth_path(p);
+		h->mreth.msg_seq = mr_mreth_msg_seq(p);
+		h->mreth.offset = mr_mreth_offset(p);
+		h->mreth.msg_len = mr_mreth_msg_len(p);
+		h->mreth.ts = mr_mreth_ts(p);
+	}
+	if (oi->mask & MR_SACKETH_MASK) {
+		const uint8_t *p = bth + oi->offset[MR_HDR_SACKETH];
+
+		h->sack.base = mr_sacketh_base(p);
+		memcpy(h->sack.bitmap, mr_sacketh_bitmap(p), sizeof(h->sack.bitmap));
+		h->sack.ce_count = mr_sacketh_ce_count(p);
+	}
 	if (oi->mask & MR_RETH_MASK) {
 		const uint8_t *p = bth + oi->offset[MR_HDR_RETH];
 
@@ -277,6 +295,10 @@ enum mr_parse_result mr_frame_parse(const uint8_t *frame, uint32_t len, bool che
 		return MR_PARSE_BAD_PAD;
 	paylen = area - padcnt;
 	decode_hdrs(oi, bth, &pkt->hdr);
+	/* MetaRoCE: an MRETH version we do not know means fields we cannot interpret; drop it as
+	 * the BTH TVer rule does (docs/metaroce-wire.md, "ver = 1"). */
+	if ((oi->mask & MR_MRETH_MASK) && pkt->hdr.mreth.ver != MR_MRETH_VER)
+		return MR_PARSE_BAD_VERSION;
 	pkt->payload = bth + oi->length;
 	pkt->paylen = paylen;
 	pkt->icrc = mr_get_le32(bth + roce_len - MR_ICRC_LEN);
@@ -300,6 +322,14 @@ static void encode_hdrs(const struct mr_opcode_info *oi, uint8_t *bth,
 	mr_bth_set_qpn(bth, h->dqpn);
 	mr_bth_set_ackreq(bth, h->ackreq);
 	mr_bth_set_psn(bth, h->psn);
+	/* ver 0 in the caller's struct means "current version" (see roce_pkt.h). */
+	if (oi->mask & MR_MRETH_MASK)
+		mr_mreth_set(bth + oi->offset[MR_HDR_MRETH], MR_MRETH_VER, h->mreth.flags,
+			     h->mreth.path, h->mreth.msg_seq, h->mreth.offset, h->mreth.msg_len,
+			     h->mreth.ts);
+	if (oi->mask & MR_SACKETH_MASK)
+		mr_sacketh_set(bth + oi->offset[MR_HDR_SACKETH], h->sack.base, h->sack.bitmap,
+			       h->sack.ce_count);
 	if (oi->mask & MR_RETH_MASK)
 		mr_reth_set(bth + oi->offset[MR_HDR_RETH], h->reth.va, h->reth.rkey, h->reth.dlen);
 	if (oi->mask & MR_AETH_MASK)
@@ -330,6 +360,13 @@ int mr_frame_build(uint8_t *buf, uint32_t cap, const struct mr_path *path, uint1
 	if (!oi || hdr->tver != 0 || hdr->dqpn > MR_BTH_QPN_MASK || hdr->psn > MR_PSN_MASK)
 		return -EINVAL;
 	if (path->ipv6 && path->flow_label > 0xfffff)
+		return -EINVAL;
+	/* MetaRoCE: version 1 only (0 = current), no reserved flag bits, 24-bit sack_base. */
+	if ((oi->mask & MR_MRETH_MASK) &&
+	    ((hdr->mreth.ver != 0 && hdr->mreth.ver != MR_MRETH_VER) ||
+	     (hdr->mreth.flags & ~MR_MRETH_FLAGS_MASK)))
+		return -EINVAL;
+	if ((oi->mask & MR_SACKETH_MASK) && hdr->sack.base > MR_PSN_MASK)
 		return -EINVAL;
 	for (unsigned int i = 0; i < niov; i++) {
 		if (iov[i].len && !iov[i].base)

@@ -174,4 +174,53 @@ static inline void mr_deth_set(uint8_t *h, uint32_t qkey, uint32_t sqpn)
 	mr_put_be24(h + 5, sqpn & MR_DETH_SQPN_MASK);
 }
 
+/* ---- MetaRoCE MRETH (docs/metaroce-wire.md): 20 bytes ----
+ * byte 0: ver(7:4) flags(3:0) | 1: path | 2-3: reserved | 4: msg_seq | 8: offset | 12: msg_len
+ * | 16: ts
+ */
+#define MR_MRETH_VER_SHIFT 4
+#define MR_MRETH_FLAGS_NIBBLE 0x0f
+static inline uint8_t mr_mreth_ver(const uint8_t *h) { return h[0] >> MR_MRETH_VER_SHIFT; }
+static inline uint8_t mr_mreth_flags(const uint8_t *h) { return h[0] & MR_MRETH_FLAGS_NIBBLE; }
+static inline uint8_t mr_mreth_path(const uint8_t *h) { return h[1]; }
+static inline uint32_t mr_mreth_msg_seq(const uint8_t *h) { return mr_get_be32(h + 4); }
+static inline uint32_t mr_mreth_offset(const uint8_t *h) { return mr_get_be32(h + 8); }
+static inline uint32_t mr_mreth_msg_len(const uint8_t *h) { return mr_get_be32(h + 12); }
+static inline uint32_t mr_mreth_ts(const uint8_t *h) { return mr_get_be32(h + 16); }
+/* Writes all 20 bytes, reserved ones zero; ver and flags are masked to their nibbles. */
+static inline void mr_mreth_set(uint8_t *h, uint8_t ver, uint8_t flags, uint8_t path,
+				uint32_t msg_seq, uint32_t offset, uint32_t msg_len, uint32_t ts)
+{
+	h[0] = (uint8_t)((ver << MR_MRETH_VER_SHIFT) | (flags & MR_MRETH_FLAGS_NIBBLE));
+	h[1] = path;
+	h[2] = h[3] = 0;
+	mr_put_be32(h + 4, msg_seq);
+	mr_put_be32(h + 8, offset);
+	mr_put_be32(h + 12, msg_len);
+	mr_put_be32(h + 16, ts);
+}
+
+/* ---- MetaRoCE SACKETH (docs/metaroce-wire.md): 24 bytes ----
+ * byte 0: reserved | 1-3: sack_base PSN | 4-19: bitmap | 20-21: ce_count | 22-23: reserved
+ */
+#define MR_SACKETH_BASE_MASK 0xffffffu
+#define MR_SACKETH_BITMAP_OFF 4
+#define MR_SACKETH_BITMAP_LEN 16
+static inline uint32_t mr_sacketh_base(const uint8_t *h) { return mr_get_be24(h + 1); }
+static inline const uint8_t *mr_sacketh_bitmap(const uint8_t *h)
+{
+	return h + MR_SACKETH_BITMAP_OFF;
+}
+static inline uint16_t mr_sacketh_ce_count(const uint8_t *h) { return mr_get_be16(h + 20); }
+static inline void mr_sacketh_set(uint8_t *h, uint32_t base, const uint8_t bitmap[16],
+				  uint16_t ce_count)
+{
+	h[0] = 0;
+	mr_put_be24(h + 1, base & MR_SACKETH_BASE_MASK);
+	for (int i = 0; i < MR_SACKETH_BITMAP_LEN; i++)
+		h[MR_SACKETH_BITMAP_OFF + i] = bitmap[i];
+	mr_put_be16(h + 20, ce_count);
+	h[22] = h[23] = 0;
+}
+
 #endif

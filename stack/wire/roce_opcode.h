@@ -10,12 +10,16 @@
 
 #include "wire/roce_pkt.h"
 
-/* Header kinds, in the order they appear on the wire (IBA 9.2 / table 38 column order). */
+/* Header kinds, in the order they appear on the wire (IBA 9.2 / table 38 column order; the
+ * MetaRoCE MRETH comes right after the BTH and the SACKETH after the AETH,
+ * docs/metaroce-wire.md). */
 enum mr_hdr_type {
 	MR_HDR_BTH,
+	MR_HDR_MRETH,
 	MR_HDR_RETH,
 	MR_HDR_ATMETH,
 	MR_HDR_AETH,
+	MR_HDR_SACKETH,
 	MR_HDR_ATMACK,
 	MR_HDR_DETH,
 	MR_HDR_IMMDT,
@@ -27,6 +31,8 @@ enum mr_hdr_type {
 
 #define MR_MASK(t) (1u << (t))
 #define MR_BTH_MASK MR_MASK(MR_HDR_BTH)
+#define MR_MRETH_MASK MR_MASK(MR_HDR_MRETH)
+#define MR_SACKETH_MASK MR_MASK(MR_HDR_SACKETH)
 #define MR_RETH_MASK MR_MASK(MR_HDR_RETH)
 #define MR_ATMETH_MASK MR_MASK(MR_HDR_ATMETH)
 #define MR_AETH_MASK MR_MASK(MR_HDR_AETH)
@@ -37,7 +43,8 @@ enum mr_hdr_type {
 #define MR_CNP_RSVD_MASK MR_MASK(MR_HDR_CNP_RSVD)
 #define MR_PAYLOAD_MASK MR_MASK(MR_HDR_PAYLOAD)
 
-/* Header sizes in bytes (IBA 9.3.3.3; CNP A17.9.3). */
+/* Header sizes in bytes (IBA 9.3.3.3; CNP A17.9.3; MR_MRETH_LEN and MR_SACKETH_LEN, MetaRoCE,
+ * are in roce_pkt.h). */
 #define MR_RETH_LEN 16
 #define MR_AETH_LEN 4
 #define MR_ATMETH_LEN 28
@@ -68,6 +75,7 @@ enum mr_opcode_flags {
 	MR_OPF_RC = 1u << 13,
 	MR_OPF_UD = 1u << 14,
 	MR_OPF_CNP = 1u << 15,
+	MR_OPF_MRC = 1u << 16,   /* MetaRoCE (the RC opcode's meaning, MetaRoCE headers) */
 };
 
 struct mr_opcode_info {

@@ -14,7 +14,8 @@
 #define MR_ICRC_LEN 4
 /* Worst-case bytes in front of the BTH: Ethernet + 802.1Q + IPv6 + UDP. */
 #define MR_L2L4_MAX_LEN (14 + 4 + 40 + 8)
-/* Worst-case BTH + extension headers (BTH + RETH/AtomicETH + DETH + ImmDt...). */
+/* Worst-case BTH + extension headers (BTH + RETH/AtomicETH + DETH + ImmDt...; MetaRoCE:
+ * BTH + MRETH + AtomicETH or BTH + MRETH + AETH + SACKETH = 60). */
 #define MR_ROCE_HDR_MAX_LEN 64
 
 /* BTH opcodes (IBA 9.2, table 38): RC 0x00-0x1f, UD 0x60-0x7f, CNP 0x81 (A17.9.3). */
@@ -45,7 +46,87 @@ enum mr_opcode {
 	MR_OP_UD_SEND_ONLY = 0x64,
 	MR_OP_UD_SEND_ONLY_IMM = 0x65,
 	MR_OP_CNP = 0x81,
+	/* MetaRoCE (docs/metaroce-wire.md): 0xC0 | RC opcode, in the range IBA 9.2 table 38
+	 * reserves for manufacturer-specific opcodes (110x xxxx). */
+	MR_OP_MRC_SEND_FIRST = 0xc0,
+	MR_OP_MRC_SEND_MIDDLE = 0xc1,
+	MR_OP_MRC_SEND_LAST = 0xc2,
+	MR_OP_MRC_SEND_LAST_IMM = 0xc3,
+	MR_OP_MRC_SEND_ONLY = 0xc4,
+	MR_OP_MRC_SEND_ONLY_IMM = 0xc5,
+	MR_OP_MRC_WRITE_FIRST = 0xc6,
+	MR_OP_MRC_WRITE_MIDDLE = 0xc7,
+	MR_OP_MRC_WRITE_LAST = 0xc8,
+	MR_OP_MRC_WRITE_LAST_IMM = 0xc9,
+	MR_OP_MRC_WRITE_ONLY = 0xca,
+	MR_OP_MRC_WRITE_ONLY_IMM = 0xcb,
+	MR_OP_MRC_READ_REQUEST = 0xcc,
+	MR_OP_MRC_READ_RESPONSE_FIRST = 0xcd,
+	MR_OP_MRC_READ_RESPONSE_MIDDLE = 0xce,
+	MR_OP_MRC_READ_RESPONSE_LAST = 0xcf,
+	MR_OP_MRC_READ_RESPONSE_ONLY = 0xd0,
+	MR_OP_MRC_ACK = 0xd1,
+	MR_OP_MRC_ATOMIC_ACK = 0xd2,
+	MR_OP_MRC_CMP_SWAP = 0xd3,
+	MR_OP_MRC_FETCH_ADD = 0xd4,
+	MR_OP_MRC_SEND_LAST_INV = 0xd6,
+	MR_OP_MRC_SEND_ONLY_INV = 0xd7,
 };
+
+/* ---- MetaRoCE opcode mapping (docs/metaroce-wire.md "Framing") ---- */
+#define MR_OP_MRC_BASE 0xc0
+#define MR_OP_MRC_RANGE_MASK 0xe0 /* IBA 9.2 table 38: 110x xxxx = manufacturer specific */
+#define MR_OP_RC_MASK 0x1f        /* RC opcodes are 000x xxxx */
+
+/* True for any opcode in the MetaRoCE range 0xC0..0xDF (whether or not it is defined:
+ * mr_opcode_name() says that). */
+static inline bool mr_opcode_is_metaroce(uint8_t op)
+{
+	return (op & MR_OP_MRC_RANGE_MASK) == MR_OP_MRC_BASE;
+}
+
+/* The MetaRoCE opcode carrying RC opcode rc_op (0x00..0x1f). Anything else is returned
+ * unchanged, so this never invents a MetaRoCE opcode for a UD/CNP packet. */
+static inline uint8_t mr_opcode_to_metaroce(uint8_t rc_op)
+{
+	return rc_op <= MR_OP_RC_MASK ? (uint8_t)(MR_OP_MRC_BASE | rc_op) : rc_op;
+}
+
+/* The RC opcode a MetaRoCE opcode stands for; other opcodes are returned unchanged. Lets the
+ * transport switch on one set of opcode names for both modes. */
+static inline uint8_t mr_opcode_base(uint8_t op)
+{
+	return mr_opcode_is_metaroce(op) ? (uint8_t)(op & MR_OP_RC_MASK) : op;
+}
+
+/* MRETH (20 bytes, right after the BTH of every MetaRoCE packet). Byte 0 holds ver in the high
+ * nibble and flags in the low nibble; flag bit i has value 1 << i. */
+#define MR_MRETH_LEN 20
+#define MR_MRETH_VER 1
+#define MR_MRETH_RETX 0x01  /* retransmission */
+#define MR_MRETH_TLP 0x02   /* tail-loss probe */
+#define MR_MRETH_ECE 0x04   /* in ACKs: the acknowledged packet arrived CE-marked */
+#define MR_MRETH_FLAGS_MASK 0x07 /* defined flags; bit 3 is reserved (sent 0, ignored) */
+/* MRETH.ts unit: 256 ns, truncated to 32 bits. */
+#define MR_MRETH_TS_SHIFT 8
+
+/* SACKETH (24 bytes, in MetaRoCE ACKs after the AETH): 8 reserved bits, sack_base (24-bit PSN),
+ * 128-bit bitmap, ce_count(16), 16 reserved bits. */
+#define MR_SACKETH_LEN 24
+#define MR_SACK_BITS 128
+#define MR_SACK_BYTES (MR_SACK_BITS / 8)
+
+/* Bitmap bit i stands for PSN sack_base + i; bit 0 is the most significant bit of byte 0. */
+static inline bool mr_sack_test(const uint8_t bitmap[MR_SACK_BYTES], unsigned int i)
+{
+	return i < MR_SACK_BITS && (bitmap[i >> 3] & (0x80u >> (i & 7)));
+}
+
+static inline void mr_sack_set(uint8_t bitmap[MR_SACK_BYTES], unsigned int i)
+{
+	if (i < MR_SACK_BITS)
+		bitmap[i >> 3] = (uint8_t)(bitmap[i >> 3] | (0x80u >> (i & 7)));
+}
 
 /* AETH syndrome (IBA 9.7.5.2.x, table 42): top 3 bits select the kind, low 5 bits the value. */
 #define MR_AETH_TYPE_MASK 0x60
@@ -78,6 +159,11 @@ struct mr_roce_hdrs {
 	uint32_t imm;     /* ImmDt (IBA 9.3.3.3.6), host order */
 	uint32_t ieth_rkey; /* IETH (IBA 9.3.3.3.7) */
 	struct { uint32_t qkey; uint32_t sqpn; } deth; /* IBA 9.3.3.3.1 */
+	/* MetaRoCE MRETH. ver: the builder writes MR_MRETH_VER when 0 (a zeroed struct) or 1 and
+	 * refuses anything else; the parser drops ver != 1. flags: MR_MRETH_*. ts: 256 ns units. */
+	struct { uint8_t ver, flags; uint8_t path; uint32_t msg_seq, offset, msg_len, ts; } mreth;
+	/* MetaRoCE SACKETH: base is a 24-bit PSN; bitmap per mr_sack_test(). */
+	struct { uint32_t base; uint8_t bitmap[16]; uint16_t ce_count; } sack;
 };
 
 /* Addressing of one flow: everything in front of the BTH. GIDs are IPv6 or IPv4-mapped
@@ -131,10 +217,11 @@ enum mr_parse_result {
 	MR_PARSE_BAD_IP_LEN,      /* IP total/payload length disagrees with the frame */
 	MR_PARSE_BAD_UDP_LEN,
 	MR_PARSE_BAD_UDP_CSUM,    /* non-zero UDP checksum that does not verify */
-	MR_PARSE_BAD_VERSION,     /* BTH TVer != 0 */
+	MR_PARSE_BAD_VERSION,     /* BTH TVer != 0, or MetaRoCE MRETH ver != 1 */
 	MR_PARSE_UNKNOWN_OPCODE,
 	MR_PARSE_BAD_PAD,         /* pad count illegal for this opcode/payload */
-	MR_PARSE_BAD_LENGTH,      /* payload length illegal for the opcode (e.g. ACK with payload) */
+	MR_PARSE_BAD_LENGTH,      /* payload length illegal for the opcode (e.g. ACK with payload,
+				   * MetaRoCE offset + payload > msg_len) */
 	MR_PARSE_BAD_ICRC,
 	MR_PARSE_NR_RESULTS
 };

@@ -2,12 +2,16 @@
  * Writes a pcap of frames built by mr_frame_build: every opcode, IPv4 and IPv6, with and without
  * 802.1Q, several payload sizes. Tools tests feed it to `mrpcap check` and to the independent
  * scripts/roce_check.py (scapy), which cross-checks our ICRC for every opcode and both IP versions.
+ * MetaRoCE opcodes (0xC0 | RC) are included with varying MRETH/SACKETH fields, and last one
+ * MetaRoCE ACK with the SACK of docs/metaroce-wire.md's example: cumulative PSN 0x000123, PSNs
+ * 0x125-0x130 and 0x133 received, ce_count 2 (tests look for its dump line).
  * Usage: gen_frames OUT.pcap   (prints the number of frames written)
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "pcap_file.h"
+#include "wire/roce_hdr.h"
 #include "wire/roce_opcode.h"
 #include "wire/roce_pkt.h"
 
@@ -78,6 +82,17 @@ int main(int argc, char **argv)
 				h.ieth_rkey = 0x4321;
 				h.deth.qkey = 0x11111111;
 				h.deth.sqpn = 1;
+				/* MetaRoCE: cycle through the flags, paths and bitmaps */
+				h.mreth.flags = (uint8_t)(n % 8);
+				h.mreth.path = (uint8_t)(n * 7);
+				h.mreth.msg_seq = 0xfffffff0u + n;
+				h.mreth.offset = (n % 3) ? 4096u * n : 0;
+				h.mreth.msg_len = h.mreth.offset + sizes[s] + (n % 2) * 4096u;
+				h.mreth.ts = 0x9e3779b9u * n;
+				h.sack.base = mr_psn_add(h.psn, 1 + n % 3);
+				for (int b = 0; b < 16; b++)
+					h.sack.bitmap[b] = (uint8_t)((n + (unsigned int)b) % 5 ? 0x0f << (n % 5) : 0);
+				h.sack.ce_count = (uint16_t)(n * 3);
 				len = mr_frame_build(buf, sizeof(buf), &path, (uint16_t)n, &h, &iov, 1);
 				if (len < 0)
 					continue; /* size illegal for this opcode */
@@ -88,6 +103,38 @@ int main(int argc, char **argv)
 				n++;
 			}
 		}
+	}
+	{
+		/* the documented SACK example, IPv4 */
+		struct mr_path path = { 0 };
+		struct mr_roce_hdrs h = { 0 };
+		int len;
+
+		path.sgid[10] = path.sgid[11] = path.dgid[10] = path.dgid[11] = 0xff;
+		memcpy(path.sgid + 12, "\x0a\x00\x00\x02", 4);
+		memcpy(path.dgid + 12, "\x0a\x00\x00\x01", 4);
+		path.ttl = 64;
+		path.udp_sport = 0xc003;
+		h.opcode = MR_OP_MRC_ACK;
+		h.pkey = 0xffff;
+		h.dqpn = 0x11;
+		h.psn = 0x000123;
+		h.aeth.syndrome = 0x1f;
+		h.aeth.msn = 9;
+		h.mreth.flags = MR_MRETH_ECE;
+		h.mreth.path = 3;
+		h.mreth.ts = 0x01020304;
+		h.sack.base = 0x000124;
+		for (unsigned int i = 1; i <= 12; i++) /* 0x125..0x130 */
+			mr_sack_set(h.sack.bitmap, i);
+		mr_sack_set(h.sack.bitmap, 0x133 - 0x124);
+		h.sack.ce_count = 2;
+		len = mr_frame_build(buf, sizeof(buf), &path, 1, &h, NULL, 0);
+		if (len < 0 || mr_pcap_writer_write(w, buf, (uint32_t)len, 1000ull * n) != 0) {
+			fprintf(stderr, "SACK example failed\n");
+			return 1;
+		}
+		n++;
 	}
 	if (mr_pcap_writer_close(w) != 0)
 		return 1;

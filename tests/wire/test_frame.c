@@ -81,8 +81,22 @@ static void random_hdrs(struct mr_roce_hdrs *h, uint8_t op, uint32_t paylen)
 	h->ieth_rkey = (uint32_t)rnd();
 	h->deth.qkey = (uint32_t)rnd();
 	h->deth.sqpn = (uint32_t)rnd() & 0xffffff;
-	if (op == MR_OP_RC_WRITE_ONLY || op == MR_OP_RC_WRITE_ONLY_IMM)
+	if (mr_opcode_base(op) == MR_OP_RC_WRITE_ONLY ||
+	    mr_opcode_base(op) == MR_OP_RC_WRITE_ONLY_IMM)
 		h->reth.dlen = paylen;
+	/* MetaRoCE: any values that keep offset + paylen <= msg_len (the one MRETH rule) */
+	h->mreth.ver = rnd() & 1; /* 0 means "current" to the builder */
+	h->mreth.flags = (uint8_t)(rnd() & MR_MRETH_FLAGS_MASK);
+	h->mreth.path = (uint8_t)rnd();
+	h->mreth.msg_seq = (uint32_t)rnd();
+	h->mreth.offset = (uint32_t)(rnd() % (0x100000000ull - paylen));
+	h->mreth.msg_len = (uint32_t)(h->mreth.offset + paylen +
+				      rnd() % (0x100000000ull - h->mreth.offset - paylen));
+	h->mreth.ts = (uint32_t)rnd();
+	h->sack.base = (uint32_t)rnd() & MR_PSN_MASK;
+	for (int i = 0; i < 16; i++)
+		h->sack.bitmap[i] = (uint8_t)rnd();
+	h->sack.ce_count = (uint16_t)rnd();
 }
 
 /* Every header field the opcode carries decodes to what was built; absent ones are zero. */
@@ -117,6 +131,21 @@ static void assert_hdrs(const struct mr_roce_hdrs *in, const struct mr_roce_hdrs
 	assert_int_equal(out->ieth_rkey, (m & MR_IETH_MASK) ? in->ieth_rkey : 0);
 	assert_int_equal(out->deth.qkey, (m & MR_DETH_MASK) ? in->deth.qkey : 0);
 	assert_int_equal(out->deth.sqpn, (m & MR_DETH_MASK) ? in->deth.sqpn : 0);
+	assert_int_equal(out->mreth.ver, (m & MR_MRETH_MASK) ? MR_MRETH_VER : 0);
+	assert_int_equal(out->mreth.flags, (m & MR_MRETH_MASK) ? in->mreth.flags : 0);
+	assert_int_equal(out->mreth.path, (m & MR_MRETH_MASK) ? in->mreth.path : 0);
+	assert_int_equal(out->mreth.msg_seq, (m & MR_MRETH_MASK) ? in->mreth.msg_seq : 0);
+	assert_int_equal(out->mreth.offset, (m & MR_MRETH_MASK) ? in->mreth.offset : 0);
+	assert_int_equal(out->mreth.msg_len, (m & MR_MRETH_MASK) ? in->mreth.msg_len : 0);
+	assert_int_equal(out->mreth.ts, (m & MR_MRETH_MASK) ? in->mreth.ts : 0);
+	assert_int_equal(out->sack.base, (m & MR_SACKETH_MASK) ? in->sack.base : 0);
+	assert_int_equal(out->sack.ce_count, (m & MR_SACKETH_MASK) ? in->sack.ce_count : 0);
+	if (m & MR_SACKETH_MASK) {
+		assert_memory_equal(out->sack.bitmap, in->sack.bitmap, 16);
+	} else {
+		for (int i = 0; i < 16; i++)
+			assert_int_equal(out->sack.bitmap[i], 0);
+	}
 }
 
 static bool paylen_legal(const struct mr_opcode_info *oi, uint32_t paylen)
@@ -229,7 +258,7 @@ static void test_round_trip_all_sizes(void **state)
 			n++;
 		}
 	}
-	assert_true(n > 26);
+	assert_true(n > 26 + 23);
 	free(payload);
 }
 

@@ -5,7 +5,9 @@
 usage: test_roce_check.py ROCE_CHECK_PY GEN_FRAMES VECTORS_DIR
 1. every RoCE frame of the rxe vectors passes (count from this script's own pcap walk);
 2. frames built by metaroce (gen_frames: every opcode, IPv4/IPv6, VLAN) pass scapy's ICRC;
-3. one flipped byte makes it fail and name the frame. Exit 77 (skip) without python3-scapy.
+3. one flipped byte makes it fail and name the frame, also in MetaRoCE frames (opcodes 0xC0+,
+   ICRC computed by the script from raw bytes), IPv4 and IPv6. Exit 77 (skip) without
+   python3-scapy.
 """
 import glob
 import os
@@ -46,7 +48,8 @@ def roce_records(path):
         elif et == 0x86DD and fr[l3 + 6] == 17:
             udp = l3 + 40
         if udp is not None and struct.unpack_from("!H", fr, udp + 2)[0] == 4791:
-            out.append((no, off + 16, caplen))
+            out.append((no, off + 16, caplen, (fr[udp + 8] & 0xE0) == 0xC0, et == 0x86DD,
+                        udp + 8))
         off += 16 + caplen
     return out
 
@@ -77,15 +80,27 @@ def main():
         rc, out, last = run([checker, gpath])
         expect(rc == 0 and last == "%d passed, 0 failed" % n,
                "generated frames: rc %d, %r\n%s" % (rc, last, out[-2000:]))
-        # flip one payload byte of an IPv4 and of an IPv6 frame
+        nmrc = sum(1 for r in recs if r[3])
+        expect(nmrc > 100 and ("MetaRoCE frames checked: %d" % nmrc) in out,
+               "MetaRoCE count %d not reported:\n%s" % (nmrc, out[-300:]))
+        # flip one byte before the ICRC of: a standard IPv4 and IPv6 frame, a MetaRoCE IPv4 and
+        # IPv6 frame, and a MetaRoCE MRETH byte (msg_seq) in the middle of one
         blob = bytearray(open(gpath, "rb").read())
-        picks = [recs[len(recs) // 8], recs[-5]]
-        for no, off, caplen in picks:
+        std4 = [r for r in recs if not r[3] and not r[4]]
+        std6 = [r for r in recs if not r[3] and r[4]]
+        mrc4 = [r for r in recs if r[3] and not r[4]]
+        mrc6 = [r for r in recs if r[3] and r[4]]
+        picks = [std4[len(std4) // 2], std6[-5], mrc4[len(mrc4) // 3], mrc6[-7]]
+        for no, off, caplen, _, _, _ in picks:
             blob[off + caplen - 6] ^= 0x01
+        mid = mrc4[len(mrc4) // 2]
+        blob[mid[1] + mid[5] + 12 + 5] ^= 0x40  # MRETH msg_seq, 2nd byte
+        picks.append(mid)
         open(gpath, "wb").write(bytes(blob))
         rc, out, last = run([checker, gpath])
-        expect(rc != 0 and last == "%d passed, 2 failed" % (n - 2), "flipped: %r" % last)
-        for no, _, _ in picks:
+        expect(rc != 0 and last == "%d passed, %d failed" % (n - len(picks), len(picks)),
+               "flipped: %r" % last)
+        for no, _, _, _, _, _ in picks:
             expect(("frame %d: FAIL" % no) in out, "frame %d not named" % no)
     finally:
         shutil.rmtree(tmp)
