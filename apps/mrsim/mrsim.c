@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mrsim_fabric.h"
 #include "sim/sim_xfer.h"
 
 struct opts {
@@ -27,7 +28,8 @@ static void usage(FILE *f)
 	      "             [--timeout-code T] [--retry N] [--json FILE] [--trace FILE]\n"
 	      "  --loss P      per-packet loss probability on both directions (0..1)\n"
 	      "  --burst MEAN  make loss bursty: Gilbert-Elliott, mean burst MEAN packets,\n"
-	      "                overall rate P\n",
+	      "                overall rate P\n"
+	      "  fabric mode (multipath, MetaRoCE, incast): mrsim --fabric 1 --help\n",
 	      f);
 }
 
@@ -308,6 +310,8 @@ int main(int argc, char **argv)
 	FILE *trace = NULL;
 	bool ok;
 
+	if (mr_mrsim_fabric_wanted(argc, argv))
+		return mr_mrsim_fabric_main(argc, argv);
 	if (parse_args(argc, argv, &o) < 0) {
 		usage(stderr);
 		return 2;

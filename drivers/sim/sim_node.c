@@ -123,6 +123,8 @@ int mr_sim_node_tx(struct mr_sim_node *node, uint64_t now, unsigned int budget, 
 	if (node->out == NULL)
 		return 0;
 	while (budget-- > 0) {
+		const struct mr_path *path;
+		struct mr_path sprayed;
 		int len, fate;
 
 		/* Pace to the link rate: one frame at a time into an idle transmitter keeps the
@@ -133,7 +135,15 @@ int mr_sim_node_tx(struct mr_sim_node *node, uint64_t now, unsigned int budget, 
 		}
 		if (mr_ctx_tx(node->ctx, now, &pkt) != 1)
 			break;
-		len = mr_frame_build(node->frame, sizeof(node->frame), pkt.path, node->ip_id++,
+		path = pkt.path;
+		if (pkt.udp_sport != 0 && pkt.path != NULL) {
+			/* MetaRoCE spraying: a per-packet entropy (UDP source port, A17.3.3)
+			 * overrides the QP's path; see docs/metaroce-wire.md. */
+			sprayed = *pkt.path;
+			sprayed.udp_sport = pkt.udp_sport;
+			path = &sprayed;
+		}
+		len = mr_frame_build(node->frame, sizeof(node->frame), path, node->ip_id++,
 				     &pkt.hdr, pkt.iov, pkt.niov);
 		if (len < 0) {
 			node->st.build_errors++;

@@ -31,6 +31,7 @@ static int bring_up(struct mr_sim_node *self, struct mr_qp *q, struct mr_sim_nod
 		    const struct mr_sim_qp_cfg *cfg)
 {
 	struct mr_qp_attr at;
+	uint32_t mask;
 	int rc;
 
 	memset(&at, 0, sizeof(at));
@@ -49,9 +50,17 @@ static int bring_up(struct mr_sim_node *self, struct mr_qp *q, struct mr_sim_nod
 	at.rq_psn = rq_psn;
 	at.max_dest_rd_atomic = cfg->max_rd_atomic;
 	at.min_rnr_timer = cfg->min_rnr_timer;
-	rc = mr_qp_modify(q, &at, MR_QP_STATE | MR_QP_PATH | MR_QP_PATH_MTU | MR_QP_DEST_QPN |
-					  MR_QP_RQ_PSN | MR_QP_MAX_DEST_RD_ATOMIC |
-					  MR_QP_MIN_RNR_TIMER);
+	at.path.tclass = cfg->tclass;
+	mask = MR_QP_STATE | MR_QP_PATH | MR_QP_PATH_MTU | MR_QP_DEST_QPN | MR_QP_RQ_PSN |
+	       MR_QP_MAX_DEST_RD_ATOMIC | MR_QP_MIN_RNR_TIMER;
+	if (cfg->transport != MR_TRANSPORT_RC || cfg->cc != MR_CC_NONE) {
+		at.transport = cfg->transport;
+		at.n_entropies = cfg->n_entropies ? cfg->n_entropies : 1;
+		at.cc = cfg->cc;
+		at.cc_params = cfg->cc_params;
+		mask |= MR_QP_TRANSPORT;
+	}
+	rc = mr_qp_modify(q, &at, mask);
 	if (rc < 0)
 		return rc;
 

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "sim/sim_node.h"
+#include "transport/rc.h"
 
 struct mr_sim_qp_cfg {
 	uint32_t mtu;            /* path MTU in bytes */
@@ -18,6 +19,13 @@ struct mr_sim_qp_cfg {
 	uint8_t min_rnr_timer;   /* IBA table 45 code */
 	uint8_t max_rd_atomic;   /* outstanding READ/atomic, both directions */
 	uint32_t psn_a, psn_b;   /* initial send PSNs of a and b */
+	uint8_t tclass;          /* IP DSCP<<2 | ECN of the path (2 = ECT(0), needed for CE) */
+	/* MR_QP_TRANSPORT, set at INIT->RTR only when transport != RC or cc != NONE (so stock
+	 * RC scenarios keep the exact verbs attribute set) */
+	enum mr_transport transport;
+	uint16_t n_entropies;
+	enum mr_cc_algo cc;
+	struct mr_cc_params cc_params;
 };
 
 /* A sensible default: MTU 1024, all remote access, timeout 8 (~1 ms), retry 7, rnr_retry 7,

@@ -1,6 +1,6 @@
 # Sourced by scripts: installs the Debian packages metaroce needs (idempotent, non-interactive).
 MR_DEPS=(meson ninja-build pkg-config gcc libcmocka-dev python3 python3-scapy libpcap-dev
-	dpdk libdpdk-dev libbpf-dev iproute2 ethtool)
+	dpdk libdpdk-dev libbpf-dev iproute2 ethtool clang llvm python3-matplotlib)
 
 mr_install_deps() {
 	local missing=()

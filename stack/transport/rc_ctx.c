@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rc_internal.h"
+#include "mrt_internal.h"
 
 struct mr_ctx *mr_ctx_create(const struct mr_ctx_params *p)
 {
@@ -87,10 +87,28 @@ void rc_sched_resp(struct mr_qp *qp)
 		rc_list_add_tail(&qp->ctx->resp_sched, &qp->resp_link);
 }
 
+/* Earliest timer of one QP: RC (ACK timeout, RNR, delayed ACK) or MetaRoCE (RACK, TLP, RTO,
+ * RNR, delayed ACK), plus pacing and congestion-control timers. */
+uint64_t rc_qp_next_expiry(const struct mr_qp *qp)
+{
+	uint64_t t = qp_cc_next_expiry(qp), x;
+
+	if (qp->mrt != NULL) {
+		x = mrt_next_expiry(qp);
+		return x < t ? x : t;
+	}
+	if (qp->comp.ack_deadline < t)
+		t = qp->comp.ack_deadline;
+	if (qp->req.rnr_wait && qp->req.rnr_until < t)
+		t = qp->req.rnr_until;
+	if (qp->resp.ack_deadline < t)
+		t = qp->resp.ack_deadline;
+	return t;
+}
+
 void rc_timer_update(struct mr_qp *qp)
 {
-	bool armed = qp->comp.ack_deadline != UINT64_MAX || qp->req.rnr_wait ||
-		     qp->resp.ack_deadline != UINT64_MAX;
+	bool armed = rc_qp_next_expiry(qp) != UINT64_MAX || qp->req.rnr_wait;
 
 	if (armed && !rc_linked(&qp->timer_link))
 		rc_list_add_tail(&qp->ctx->timers, &qp->timer_link);
@@ -125,7 +143,30 @@ void mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
 		return;
 	}
 	op = pkt->hdr.opcode;
-	if ((pkt->paylen > 0 && pkt->payload == NULL) || pkt->paylen > 4096 ||
+	if (op == MR_OP_CNP) { /* A17.9.3: congestion notification for our requests */
+		qp->stats.rx_pkts++;
+		qp_cc_on_cnp(qp, now);
+		return;
+	}
+	if (mr_opcode_is_metaroce(op)) {
+		uint8_t b = mr_opcode_base(op);
+
+		/* MetaRoCE only on QPs that negotiated it (docs/metaroce-wire.md). */
+		if (qp->mrt == NULL || (pkt->paylen > 0 && pkt->payload == NULL) ||
+		    pkt->paylen > 4096 || (!rc_is_request(b) && !rc_is_response(b))) {
+			ctx->stats.rx_dropped++;
+			qp->stats.dropped++;
+			return;
+		}
+		qp->stats.rx_pkts++;
+		qp->stats.rx_bytes += pkt->paylen;
+		if (rc_is_request(b))
+			mrt_resp_rx(qp, pkt, now);
+		else
+			mrt_req_rx(qp, pkt, now);
+		return;
+	}
+	if (qp->mrt != NULL || (pkt->paylen > 0 && pkt->payload == NULL) || pkt->paylen > 4096 ||
 	    (!rc_is_request(op) && !rc_is_response(op))) {
 		/* Not an RC opcode (IBA 9.6.1.2: transport header checks): drop silently. */
 		ctx->stats.rx_dropped++;
@@ -152,10 +193,12 @@ static int rc_serve(struct rc_link *list, bool resp, uint64_t now, struct mr_tx_
 		rc_list_del(l);
 		if (resp) {
 			qp = rc_container_of(l, struct mr_qp, resp_link);
-			n = rc_resp_tx(qp, out);
+			n = rc_resp_cnp_tx(qp, out);
+			if (n == 0)
+				n = qp->mrt ? mrt_resp_tx(qp, now, out) : rc_resp_tx(qp, out);
 		} else {
 			qp = rc_container_of(l, struct mr_qp, req_link);
-			n = rc_req_tx(qp, now, out);
+			n = qp->mrt ? mrt_req_tx(qp, now, out) : rc_req_tx(qp, now, out);
 		}
 		if (n > 0) {
 			rc_list_add_tail(list, l);
@@ -185,13 +228,12 @@ uint64_t mr_ctx_next_expiry(const struct mr_ctx *ctx)
 		return t;
 	for (const struct rc_link *l = ctx->timers.next; l != &ctx->timers; l = l->next) {
 		const struct mr_qp *qp = rc_container_of(l, const struct mr_qp, timer_link);
+		uint64_t q = rc_qp_next_expiry(qp);
 
-		if (qp->comp.ack_deadline < t)
-			t = qp->comp.ack_deadline;
-		if (qp->req.rnr_wait && qp->req.rnr_until < t)
-			t = qp->req.rnr_until;
-		if (qp->resp.ack_deadline < t)
-			t = qp->resp.ack_deadline;
+		if (qp->mrt == NULL && qp->req.rnr_wait && qp->req.rnr_until < q)
+			q = qp->req.rnr_until;
+		if (q < t)
+			t = q;
 	}
 	return t;
 }
@@ -206,8 +248,14 @@ void mr_ctx_on_timer(struct mr_ctx *ctx, uint64_t now)
 		next = l->next;
 		struct mr_qp *qp = rc_container_of(l, struct mr_qp, timer_link);
 
-		rc_resp_on_timer(qp, now);
-		rc_req_on_timer(qp, now);
+		qp_cc_on_timer(qp, now);
+		if (qp->mrt != NULL) {
+			mrt_on_timer(qp, now);
+		} else {
+			rc_resp_on_timer(qp, now);
+			rc_req_on_timer(qp, now);
+		}
+		rc_timer_update(qp);
 	}
 }
 

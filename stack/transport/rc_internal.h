@@ -110,6 +110,7 @@ struct rc_swqe {
 	uint32_t first_psn, last_psn;
 	bool psn_valid;             /* PSNs assigned (first packet sent once) */
 	bool resolved;
+	uint32_t msg_seq;           /* MetaRoCE: MRETH.msg_seq of this message */
 	enum mr_wc_status status;   /* status if this WQE is the one that failed */
 };
 
@@ -117,6 +118,11 @@ struct rc_rwqe {
 	struct mr_recv_wr wr;
 	uint8_t *host[MR_MAX_SGE]; /* resolved when a SEND first lands in it */
 	uint32_t len;
+	/* MetaRoCE: several receives may be filling at once (per-packet placement); the
+	 * completion is built from these when the cumulative PSN passes the message's end. */
+	bool m_bound;
+	uint8_t m_op;        /* enum mr_wc_opcode */
+	uint32_t m_flags, m_len, m_imm, m_inv;
 };
 
 enum rc_resp_kind { RC_RESP_ACK, RC_RESP_READ, RC_RESP_ATOMIC };
@@ -131,6 +137,7 @@ struct rc_resp {
 	const uint8_t *host; /* READ: next byte */
 	uint32_t left;       /* READ: bytes left */
 	uint64_t orig;       /* atomic: original value */
+	uint32_t msg_seq, off, msg_len; /* MetaRoCE READ responses: MRETH fields */
 };
 
 /* Responder resources for duplicate READ/atomic requests (IBA 9.4.5, 9.7.5.1): a duplicate
@@ -144,8 +151,18 @@ struct rc_rd_res {
 
 enum rc_msg { RC_MSG_NONE, RC_MSG_SEND, RC_MSG_WRITE };
 
+struct mrt_qp;
+
 struct mr_qp {
 	struct mr_ctx *ctx;
+	struct mrt_qp *mrt;  /* non-NULL: MetaRoCE transport (mrt_*.c) instead of RC engines */
+	/* Congestion control (stack/cc): DCQCN also for plain RC (reaction point paced here,
+	 * notification point in the responder). */
+	bool cc_on;
+	bool cnp_pending;
+	bool paced;          /* requester waits for cc.next_send_ns */
+	struct mr_cc cc;
+	struct mr_dcqcn_np np;
 	uint32_t qpn;
 	struct mr_qp_init_attr init;
 	struct mr_qp_attr attr;
@@ -239,6 +256,9 @@ static inline uint32_t rc_npkts(uint32_t len, uint32_t mtu)
 bool rc_wr_is_rd_atomic(enum mr_wr_opcode op);
 
 /* ---- rc_requester.c ---- */
+int rc_req_resolve(struct mr_qp *qp, struct rc_swqe *w);
+unsigned int rc_req_gather(const struct rc_swqe *w, uint32_t off, uint32_t n, struct mr_iov *iov);
+uint8_t rc_req_opcode(enum mr_wr_opcode op, bool first, bool last);
 int rc_req_tx(struct mr_qp *qp, uint64_t now, struct mr_tx_pkt *out);
 /* Point the requester at psn (go-back-N restart point), recounting outstanding READ/atomics. */
 void rc_req_seek(struct mr_qp *qp, uint32_t psn);
@@ -254,6 +274,23 @@ void rc_resp_rx(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now);
 int rc_resp_tx(struct mr_qp *qp, struct mr_tx_pkt *out);
 void rc_resp_reset(struct mr_qp *qp);
 void rc_resp_on_timer(struct mr_qp *qp, uint64_t now);
+
+/* ---- qp_cc.c: congestion control for both transports ---- */
+int qp_cc_check(const struct mr_qp_attr *a);
+int qp_cc_setup(struct mr_qp *qp, const struct mr_qp_attr *a);
+uint64_t qp_cc_next_expiry(const struct mr_qp *qp);
+void qp_cc_on_timer(struct mr_qp *qp, uint64_t now);
+void qp_cc_on_cnp(struct mr_qp *qp, uint64_t now);
+/* Shared with rc_requester.c (names from the MetaRoCE side, see mrt_internal.h). */
+bool mrt_cc_can_send(struct mr_qp *qp, uint64_t now, uint64_t inflight_bytes);
+void mrt_cc_sent(struct mr_qp *qp, uint64_t now, uint32_t bytes, uint16_t path);
+
+/* ---- rc_ctx.c ---- */
+uint64_t rc_qp_next_expiry(const struct mr_qp *qp);
+
+/* DCQCN notification point (A17.9.3): CE-marked request -> maybe queue a CNP. */
+void rc_resp_on_ce(struct mr_qp *qp, uint64_t now);
+int rc_resp_cnp_tx(struct mr_qp *qp, struct mr_tx_pkt *out);
 
 /* IBA table 45: RNR timer code -> nanoseconds. */
 uint64_t rc_rnr_timer_ns(uint8_t code);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rc_internal.h"
+#include "mrt_internal.h"
 
 #define S(x) (1u << (x))
 
@@ -27,7 +27,7 @@ static const struct rc_trans rc_trans_tab[MR_QPS_ERR + 1][MR_QPS_ERR + 1] = {
 		[MR_QPS_RTR] = { .valid = true,
 				 .req = MR_QP_PATH | MR_QP_PATH_MTU | MR_QP_DEST_QPN | MR_QP_RQ_PSN |
 					MR_QP_MAX_DEST_RD_ATOMIC | MR_QP_MIN_RNR_TIMER,
-				 .opt = MR_QP_ACCESS_FLAGS | MR_QP_PKEY_INDEX },
+				 .opt = MR_QP_ACCESS_FLAGS | MR_QP_PKEY_INDEX | MR_QP_TRANSPORT },
 	},
 	[MR_QPS_RTR] = {
 		[MR_QPS_RTS] = { .valid = true,
@@ -125,6 +125,7 @@ void rc_qp_free(struct mr_qp *qp)
 	rc_list_del(&qp->req_link);
 	rc_list_del(&qp->resp_link);
 	rc_list_del(&qp->timer_link);
+	mrt_free(qp);
 	ctx->qp_tab[qp->qpn - ctx->p.first_qpn] = NULL;
 	qp->init.pd->refs--;
 	qp->init.send_cq->refs--;
@@ -223,6 +224,9 @@ void rc_qp_to_err(struct mr_qp *qp)
 	qp->req.rnr_wait = false;
 	qp->comp.ack_deadline = UINT64_MAX;
 	qp->resp.ack_deadline = UINT64_MAX;
+	qp->paced = false;
+	if (qp->mrt != NULL)
+		mrt_on_err(qp);
 	rc_timer_update(qp);
 	rc_list_del(&qp->req_link);
 	/* Queued responses (e.g. the NAK that reported the error) still go out. */
@@ -239,6 +243,11 @@ static void rc_qp_reset(struct mr_qp *qp)
 	memset(&qp->comp, 0, sizeof(qp->comp));
 	qp->comp.ack_deadline = UINT64_MAX;
 	rc_resp_reset(qp);
+	mrt_free(qp);
+	qp->cc_on = qp->paced = qp->cnp_pending = false;
+	qp->attr.transport = MR_TRANSPORT_RC;
+	qp->attr.cc = MR_CC_NONE;
+	qp->attr.n_entropies = 0;
 	qp->state = MR_QPS_RESET;
 }
 
@@ -265,12 +274,20 @@ static int rc_check_values(const struct mr_qp_attr *a, uint32_t mask)
 	    ((mask & MR_QP_RETRY_CNT) && a->retry_cnt > 7) ||
 	    ((mask & MR_QP_RNR_RETRY) && a->rnr_retry > 7))
 		return -EINVAL;
+	/* MetaRoCE: 1..256 entropies (docs/metaroce-wire.md MRETH.path is 8 bits). */
+	if ((mask & MR_QP_TRANSPORT) &&
+	    (((unsigned int)a->transport != MR_TRANSPORT_RC &&
+	      a->transport != MR_TRANSPORT_METAROCE) ||
+	     (a->transport == MR_TRANSPORT_METAROCE &&
+	      (a->n_entropies < 1 || a->n_entropies > MR_CC_MAX_PATHS)) ||
+	     qp_cc_check(a) < 0))
+		return -EINVAL;
 	return 0;
 }
 
 int mr_qp_modify(struct mr_qp *qp, const struct mr_qp_attr *a, uint32_t mask)
 {
-	const uint32_t known = (MR_QP_MAX_QP_RD_ATOMIC << 1) - 1;
+	const uint32_t known = (MR_QP_TRANSPORT << 1) - 1;
 	enum mr_qp_state cur, next;
 	const struct rc_trans *t;
 	uint32_t attrs;
@@ -326,6 +343,31 @@ int mr_qp_modify(struct mr_qp *qp, const struct mr_qp_attr *a, uint32_t mask)
 		break;
 	case MR_QPS_RTR:
 		if (cur == MR_QPS_INIT) {
+			struct mr_qp_attr ta = *a;
+			int rc;
+
+			if (!(mask & MR_QP_TRANSPORT)) {
+				ta.transport = MR_TRANSPORT_RC;
+				ta.cc = MR_CC_NONE;
+				ta.n_entropies = 0;
+				memset(&ta.cc_params, 0, sizeof(ta.cc_params));
+			}
+			if (ta.transport == MR_TRANSPORT_METAROCE)
+				rc = mrt_setup(qp, &ta);
+			else {
+				mrt_free(qp);
+				rc = 0;
+			}
+			if (rc == 0)
+				rc = qp_cc_setup(qp, &ta);
+			if (rc < 0) {
+				mrt_free(qp);
+				return rc;
+			}
+			qp->attr.transport = ta.transport;
+			qp->attr.n_entropies = ta.n_entropies;
+			qp->attr.cc = ta.cc;
+			qp->attr.cc_params = ta.cc_params;
 			rc_resp_reset(qp);
 			qp->resp.epsn = qp->attr.rq_psn;
 		}
@@ -336,6 +378,8 @@ int mr_qp_modify(struct mr_qp *qp, const struct mr_qp_attr *a, uint32_t mask)
 			qp->req.psn = qp->req.psn_max = qp->attr.sq_psn;
 			qp->req.cur = qp->sq_head;
 			qp->comp.psn = qp->attr.sq_psn;
+			if (qp->mrt != NULL)
+				mrt_start(qp);
 		}
 		qp->comp.retry_left = qp->attr.retry_cnt;
 		qp->comp.rnr_left = qp->attr.rnr_retry;
@@ -463,6 +507,7 @@ int mr_post_recv(struct mr_qp *qp, const struct mr_recv_wr *wr)
 	r = rc_rq_at(qp, qp->rq_tail);
 	r->wr = *wr;
 	r->len = (uint32_t)len;
+	r->m_bound = false;
 	if (qp->state == MR_QPS_ERR) {
 		rc_flush_recv(qp, r, MR_WC_WR_FLUSH_ERR);
 		return 0;

@@ -10,7 +10,7 @@
 /* Resolve the SGEs' lkeys once, when the WQE is first started (IBA 10.6.3.2: an invalid
  * L_Key is a local protection error). READ/atomic results are written locally, so their
  * SGEs need LOCAL_WRITE. Returns 0 or -EACCES. */
-static int rc_req_resolve(struct mr_qp *qp, struct rc_swqe *w)
+int rc_req_resolve(struct mr_qp *qp, struct rc_swqe *w)
 {
 	uint32_t need = rc_wr_is_rd_atomic(w->wr.opcode) ? MR_ACCESS_LOCAL_WRITE : 0;
 
@@ -32,8 +32,7 @@ static int rc_req_resolve(struct mr_qp *qp, struct rc_swqe *w)
 }
 
 /* Gather n bytes at message offset off into iov; returns the number of iov entries. */
-static unsigned int rc_gather(const struct rc_swqe *w, uint32_t off, uint32_t n,
-			      struct mr_iov *iov)
+unsigned int rc_req_gather(const struct rc_swqe *w, uint32_t off, uint32_t n, struct mr_iov *iov)
 {
 	unsigned int k = 0;
 
@@ -61,7 +60,7 @@ static void rc_req_fail(struct mr_qp *qp, struct rc_swqe *w, enum mr_wc_status s
 	rc_qp_to_err(qp);
 }
 
-static uint8_t rc_send_opcode(enum mr_wr_opcode op, bool first, bool last)
+uint8_t rc_req_opcode(enum mr_wr_opcode op, bool first, bool last)
 {
 	bool write = op == MR_WR_RDMA_WRITE || op == MR_WR_RDMA_WRITE_WITH_IMM;
 	uint8_t base = write ? MR_OP_RC_WRITE_FIRST : MR_OP_RC_SEND_FIRST;
@@ -101,6 +100,9 @@ int rc_req_tx(struct mr_qp *qp, uint64_t now, struct mr_tx_pkt *out)
 	}
 	inflight = (uint32_t)mr_psn_cmp(qp->req.psn, qp->comp.psn);
 	if (inflight >= qp->ctx->max_inflight)
+		return 0;
+	/* DCQCN reaction point (A17.9.3): the requester is paced at the controller's rate. */
+	if (qp->cc_on && !mrt_cc_can_send(qp, now, (uint64_t)inflight * mtu))
 		return 0;
 	rd = rc_wr_is_rd_atomic(w->wr.opcode);
 	/* IBA 10.8.3.3: a fenced WQE waits for earlier READ/atomics to complete. */
@@ -168,7 +170,7 @@ int rc_req_tx(struct mr_qp *qp, uint64_t now, struct mr_tx_pkt *out)
 		bool write = w->wr.opcode == MR_WR_RDMA_WRITE ||
 			     w->wr.opcode == MR_WR_RDMA_WRITE_WITH_IMM;
 
-		h->opcode = rc_send_opcode(w->wr.opcode, first, last);
+		h->opcode = rc_req_opcode(w->wr.opcode, first, last);
 		if (write && first) { /* IBA 9.3.3.3.2: RETH only in WRITE FIRST/ONLY */
 			h->reth.va = w->wr.rdma.remote_addr;
 			h->reth.rkey = w->wr.rdma.rkey;
@@ -182,7 +184,7 @@ int rc_req_tx(struct mr_qp *qp, uint64_t now, struct mr_tx_pkt *out)
 			/* AckReq on the last packet of each message (as rxe; IBA 9.7.5.1). */
 			h->ackreq = true;
 		}
-		out->niov = rc_gather(w, off, n, out->iov);
+		out->niov = rc_req_gather(w, off, n, out->iov);
 		out->paylen = n;
 		qp->req.psn = mr_psn_add(psn, 1);
 		if (last) {
@@ -202,6 +204,8 @@ int rc_req_tx(struct mr_qp *qp, uint64_t now, struct mr_tx_pkt *out)
 		h->ackreq = true;
 	if (h->ackreq)
 		qp->req.noack = 0;
+	if (qp->cc_on)
+		mrt_cc_sent(qp, now, out->paylen, 0);
 	if (mr_psn_cmp(psn, qp->req.psn_max) < 0)
 		qp->stats.retransmits++;
 	if (mr_psn_cmp(qp->req.psn, qp->req.psn_max) > 0)

@@ -537,6 +537,8 @@ void rc_resp_rx(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now)
 		qp->stats.dropped++;
 		return;
 	}
+	if ((pkt->tclass & 3) == 3) /* ECN CE (RFC 3168): DCQCN notification point */
+		rc_resp_on_ce(qp, now);
 	d = mr_psn_cmp(pkt->hdr.psn, qp->resp.epsn);
 	if (d > 0) {
 		/* IBA 9.7.5.2.1: one PSN sequence NAK per error, then silence until ePSN. */

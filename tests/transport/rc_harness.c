@@ -28,10 +28,19 @@ void tw_default_cfg(struct tw_cfg *c)
 	c->max_inline = 256;
 }
 
+void tw_metaroce_cfg(struct tw_cfg *c, uint16_t n)
+{
+	tw_default_cfg(c);
+	c->transport = MR_TRANSPORT_METAROCE;
+	c->n_entropies = n;
+	c->udp_sport = 0xc000;
+}
+
 static void tw_connect(struct tw *w, const struct tw_cfg *c, int i)
 {
 	struct mr_qp *qp = w->s[i].qp;
 	struct mr_qp_attr a;
+	uint32_t xmask = 0;
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = MR_QPS_INIT;
@@ -44,9 +53,17 @@ static void tw_connect(struct tw *w, const struct tw_cfg *c, int i)
 	a.rq_psn = c->psn[1 - i];
 	a.max_dest_rd_atomic = c->max_rd_atomic;
 	a.min_rnr_timer = c->min_rnr_timer;
+	a.path.udp_sport = c->udp_sport;
+	if (c->transport != MR_TRANSPORT_RC || c->cc != MR_CC_NONE) {
+		a.transport = c->transport;
+		a.n_entropies = c->n_entropies;
+		a.cc = c->cc;
+		a.cc_params = c->cc_params;
+		xmask = MR_QP_TRANSPORT;
+	}
 	assert_int_equal(mr_qp_modify(qp, &a, MR_QP_STATE | MR_QP_PATH | MR_QP_PATH_MTU |
 					      MR_QP_DEST_QPN | MR_QP_RQ_PSN |
-					      MR_QP_MAX_DEST_RD_ATOMIC | MR_QP_MIN_RNR_TIMER),
+					      MR_QP_MAX_DEST_RD_ATOMIC | MR_QP_MIN_RNR_TIMER | xmask),
 			 0);
 	a.qp_state = MR_QPS_RTS;
 	a.sq_psn = c->psn[i];
@@ -66,6 +83,7 @@ struct tw *tw_create(const struct tw_cfg *c)
 	struct tw *w = calloc(1, sizeof(*w));
 
 	assert_non_null(w);
+	w->rng = 0x2545f4914f6cdd1dull;
 	for (int i = 0; i < 2; i++) {
 		struct mr_ctx_params p = {
 			.max_qp = 8,
@@ -108,16 +126,62 @@ void tw_destroy(struct tw *w)
 	free(w);
 }
 
+static uint32_t tw_rand(struct tw *w, uint32_t n)
+{
+	/* xorshift64: deterministic per run */
+	w->rng ^= w->rng << 13;
+	w->rng ^= w->rng >> 7;
+	w->rng ^= w->rng << 17;
+	return (uint32_t)(w->rng % n);
+}
+
 static void tw_deliver(struct tw *w, int to, const struct mr_roce_hdrs *hdr,
 		       const uint8_t *payload, uint32_t paylen)
 {
 	struct mr_pkt pkt;
+	int from = 1 - to;
 
 	memset(&pkt, 0, sizeof(pkt));
 	pkt.hdr = *hdr;
 	pkt.payload = payload;
 	pkt.paylen = paylen;
+	w->delivered[from]++;
+	if (w->ce_every[from] && w->delivered[from] % w->ce_every[from] == 0)
+		pkt.tclass = 3; /* ECN CE */
 	mr_ctx_rx(w->s[to].ctx, &pkt, w->now);
+}
+
+/* Deliver the shuffle buffer of direction from in a random permutation. */
+static bool tw_flush_shuf(struct tw *w, int from)
+{
+	bool any = w->nshuf[from] > 0;
+
+	while (w->nshuf[from] > 0) {
+		uint32_t i = tw_rand(w, w->nshuf[from]);
+		struct tw_held tmp = w->shuf[from][i];
+
+		w->shuf[from][i] = w->shuf[from][--w->nshuf[from]];
+		tw_deliver(w, 1 - from, &tmp.hdr, tmp.payload, tmp.paylen);
+	}
+	return any;
+}
+
+uint32_t tw_count_path(const struct tw *w, int dir, uint16_t p)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < w->sent[dir] && i < TW_MAX_LOG; i++)
+		n += w->log[dir][i].mreth.path == p;
+	return n;
+}
+
+uint32_t tw_count_mflag(const struct tw *w, int dir, uint8_t f)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < w->sent[dir] && i < TW_MAX_LOG; i++)
+		n += (w->log[dir][i].mreth.flags & f) == f;
+	return n;
 }
 
 void tw_inject(struct tw *w, int to, const struct mr_roce_hdrs *hdr, const void *payload,
@@ -147,10 +211,25 @@ static bool tw_step(struct tw *w, int from)
 	if (idx < TW_MAX_LOG) {
 		w->log[from][idx] = tx.hdr;
 		w->log_paylen[from][idx] = tx.paylen;
+		w->log_ts[from][idx] = w->now;
+		w->log_sport[from][idx] = tx.udp_sport;
 	}
 	a = idx < TW_MAX_LOG ? w->act[from][idx] : TW_PASS;
 	if (w->drop_all[from])
 		a = TW_DROP;
+	if (mr_opcode_is_metaroce(tx.hdr.opcode) &&
+	    (w->drop_path[from][tx.hdr.mreth.path / 64] >> (tx.hdr.mreth.path % 64)) & 1)
+		a = TW_DROP;
+	if (a == TW_PASS && w->shuffle[from] > 1) {
+		struct tw_held *hd = &w->shuf[from][w->nshuf[from]++];
+
+		hd->hdr = tx.hdr;
+		hd->paylen = tx.paylen;
+		memcpy(hd->payload, buf, tx.paylen);
+		if (w->nshuf[from] >= w->shuffle[from] || w->nshuf[from] >= TW_MAX_SHUF)
+			tw_flush_shuf(w, from);
+		return true;
+	}
 	switch (a) {
 	case TW_DROP:
 		break;
@@ -189,6 +268,9 @@ uint32_t tw_pump(struct tw *w, bool timers, uint64_t max_ns)
 				any = true;
 				moved++;
 			}
+		for (int i = 0; i < 2; i++)
+			if (tw_flush_shuf(w, i))
+				any = true;
 		for (int i = 0; i < 2; i++)
 			if (w->have_held[i]) { /* nothing followed: release it */
 				w->have_held[i] = false;

@@ -14,6 +14,7 @@
 
 #define TW_MAX_LOG 8192
 #define TW_MAX_HELD 64
+#define TW_MAX_SHUF 64
 
 enum tw_action { TW_PASS = 0, TW_DROP, TW_DUP, TW_HOLD /* deliver after the next packet */ };
 
@@ -40,6 +41,16 @@ struct tw {
 	uint32_t log_paylen[2][TW_MAX_LOG];
 	struct tw_held held[2];
 	bool have_held[2];
+	/* MetaRoCE extensions */
+	uint64_t log_ts[2][TW_MAX_LOG];   /* virtual time each packet was produced */
+	uint16_t log_sport[2][TW_MAX_LOG]; /* mr_tx_pkt.udp_sport */
+	uint32_t shuffle[2];          /* >1: deliver packets in random permutations of this many */
+	struct tw_held shuf[2][TW_MAX_SHUF];
+	uint32_t nshuf[2];
+	uint64_t rng;
+	uint64_t drop_path[2][4];     /* bitmap of MRETH.path values dropped (black-holed) */
+	uint32_t ce_every[2];         /* CE-mark every n-th passing packet (tclass ECN = 3) */
+	uint32_t delivered[2];
 };
 
 struct tw_cfg {
@@ -51,6 +62,12 @@ struct tw_cfg {
 	uint32_t max_send_wr, max_recv_wr, max_inline;
 	bool sq_sig_all;
 	uint32_t max_inflight;
+	/* MR_QP_TRANSPORT at INIT->RTR when transport or cc is set */
+	enum mr_transport transport;
+	uint16_t n_entropies;
+	enum mr_cc_algo cc;
+	struct mr_cc_params cc_params;
+	uint16_t udp_sport;
 };
 
 void tw_default_cfg(struct tw_cfg *c);
@@ -76,5 +93,11 @@ void tw_post_recv(struct tw *w, int side, uint64_t wr_id, void *buf, uint32_t le
 /* Poll exactly n completions from a CQ (asserts the count). */
 void tw_poll(struct mr_cq *cq, int n, struct mr_wc *wc);
 struct mr_qp_stats tw_stats(const struct tw *w, int side);
+/* MetaRoCE defaults: tw_default_cfg + transport METAROCE with n entropies. */
+void tw_metaroce_cfg(struct tw_cfg *c, uint16_t n);
+/* Count logged packets of direction dir whose MRETH.path is p. */
+uint32_t tw_count_path(const struct tw *w, int dir, uint16_t p);
+/* Count logged packets of direction dir with MRETH flag bits f set. */
+uint32_t tw_count_mflag(const struct tw *w, int dir, uint8_t f);
 
 #endif

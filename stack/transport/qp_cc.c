@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: MIT
+ * Congestion-control glue (stack/cc/cc.h) for both transports: the per-QP controller is
+ * created at INIT->RTR from MR_QP_TRANSPORT's cc/cc_params. Plain RC with DCQCN: the requester
+ * is the reaction point (paced by the DCQCN rate, on_cnp on received CNPs), the responder the
+ * notification point (CE-marked requests -> at most one CNP per interval, A17.9.3).
+ * Without the mrcc library (MR_HAVE_CC undefined) only MR_CC_NONE is accepted.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "mrt_internal.h"
+
+/* DCQCN paper (Zhu et al., SIGCOMM'15) section 3: one CNP per flow per 50 us. */
+#define QP_CNP_INTERVAL_NS 50000u
+
+int qp_cc_check(const struct mr_qp_attr *a)
+{
+	if (a->cc == MR_CC_NONE)
+		return 0;
+#ifdef MR_HAVE_CC
+	if (a->cc == MR_CC_DCQCN || a->cc == MR_CC_METAROCE)
+		return 0;
+#endif
+	return -EINVAL;
+}
+
+int qp_cc_setup(struct mr_qp *qp, const struct mr_qp_attr *a)
+{
+	qp->cc_on = false;
+	qp->paced = false;
+	qp->cnp_pending = false;
+	if (a->cc == MR_CC_NONE)
+		return 0;
+#ifdef MR_HAVE_CC
+	{
+		struct mr_cc_params p = a->cc_params;
+		int rc;
+
+		if (p.mtu == 0)
+			p.mtu = qp->attr.path_mtu;
+		if (p.n_paths == 0)
+			p.n_paths = a->transport == MR_TRANSPORT_METAROCE ? a->n_entropies : 1;
+		rc = mr_cc_init(&qp->cc, a->cc, &p, 0);
+		if (rc < 0)
+			return rc;
+		qp->cc_on = true;
+		mr_dcqcn_np_init(&qp->np, QP_CNP_INTERVAL_NS);
+		return 0;
+	}
+#else
+	return -EINVAL;
+#endif
+}
+
+bool mrt_cc_can_send(struct mr_qp *qp, uint64_t now, uint64_t inflight_bytes)
+{
+#ifdef MR_HAVE_CC
+	if (!qp->cc_on || mr_cc_can_send(&qp->cc, now, inflight_bytes))
+		return true;
+	/* Paced: wake up at next_send_ns (mr_ctx_next_expiry); a window limit waits for ACKs. */
+	if (qp->cc.next_send_ns > now && !qp->paced) {
+		qp->paced = true;
+		rc_timer_update(qp);
+	}
+	return false;
+#else
+	(void)qp;
+	(void)now;
+	(void)inflight_bytes;
+	return true;
+#endif
+}
+
+void mrt_cc_sent(struct mr_qp *qp, uint64_t now, uint32_t bytes, uint16_t path)
+{
+#ifdef MR_HAVE_CC
+	if (qp->cc_on)
+		mr_cc_sent(&qp->cc, now, bytes, path);
+#else
+	(void)qp;
+	(void)now;
+	(void)bytes;
+	(void)path;
+#endif
+}
+
+void mrt_cc_ack(struct mr_qp *qp, const struct mr_cc_ack *ack)
+{
+	if (qp->cc_on && qp->cc.ops && qp->cc.ops->on_ack)
+		qp->cc.ops->on_ack(&qp->cc, ack);
+}
+
+void mrt_cc_loss(struct mr_qp *qp, uint64_t now, uint32_t bytes, uint16_t path)
+{
+	if (qp->cc_on && qp->cc.ops && qp->cc.ops->on_loss)
+		qp->cc.ops->on_loss(&qp->cc, now, bytes, path);
+}
+
+void mrt_cc_timeout(struct mr_qp *qp, uint64_t now)
+{
+	if (qp->cc_on && qp->cc.ops && qp->cc.ops->on_timeout)
+		qp->cc.ops->on_timeout(&qp->cc, now);
+}
+
+uint32_t mrt_cc_path_penalty(const struct mr_qp *qp, uint16_t p)
+{
+	return qp->cc_on && p < MR_CC_MAX_PATHS ? qp->cc.path_penalty[p] : 0;
+}
+
+uint64_t qp_cc_next_expiry(const struct mr_qp *qp)
+{
+	uint64_t t = UINT64_MAX;
+
+	if (!qp->cc_on)
+		return t;
+	if (qp->paced)
+		t = qp->cc.next_send_ns;
+	if (qp->cc.ops && qp->cc.ops->next_timer) {
+		uint64_t c = qp->cc.ops->next_timer(&qp->cc);
+
+		if (c < t)
+			t = c;
+	}
+	return t;
+}
+
+void qp_cc_on_timer(struct mr_qp *qp, uint64_t now)
+{
+	if (!qp->cc_on)
+		return;
+	if (qp->cc.ops && qp->cc.ops->next_timer && qp->cc.ops->on_timer &&
+	    qp->cc.ops->next_timer(&qp->cc) <= now)
+		qp->cc.ops->on_timer(&qp->cc, now);
+	if (qp->paced && qp->cc.next_send_ns <= now) {
+		qp->paced = false;
+		rc_sched_req(qp);
+	}
+}
+
+void qp_cc_on_cnp(struct mr_qp *qp, uint64_t now)
+{
+	qp->stats.cnps_rcvd++;
+	if (qp->cc_on && qp->cc.ops && qp->cc.ops->on_cnp) {
+		qp->cc.ops->on_cnp(&qp->cc, now);
+		rc_sched_req(qp);
+	}
+}
+
+void rc_resp_on_ce(struct mr_qp *qp, uint64_t now)
+{
+	qp->stats.ce_rcvd++;
+#ifdef MR_HAVE_CC
+	if (qp->cc_on && qp->attr.cc == MR_CC_DCQCN && mr_dcqcn_np_on_ce(&qp->np, now)) {
+		qp->cnp_pending = true;
+		rc_sched_resp(qp);
+	}
+#else
+	(void)now;
+#endif
+}
+
+int rc_resp_cnp_tx(struct mr_qp *qp, struct mr_tx_pkt *out)
+{
+	if (!qp->cnp_pending)
+		return 0;
+	qp->cnp_pending = false;
+	memset(out, 0, sizeof(*out));
+	out->path = &qp->attr.path;
+	/* A17.9.3: CNP = BTH (opcode 0x81, DestQP of the flow's sender, PSN 0) + 16 reserved
+	 * bytes, which the frame builder adds for this opcode. */
+	out->hdr.opcode = MR_OP_CNP;
+	out->hdr.pkey = 0xffff;
+	out->hdr.dqpn = qp->attr.dest_qp_num;
+	out->hdr.becn = true;
+	qp->stats.cnps_sent++;
+	return 1;
+}

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT
+ * SACK scoreboard: per request PSN, what the requester knows (sent, acknowledged, done, lost,
+ * resent) and what is in flight; and, at the responder, the SACK bitmap from the first hole
+ * (docs/metaroce-wire.md SACKETH; the scoreboard follows RFC 6675's model).
+ *
+ * Spurious retransmission (counted in mr_qp_stats.spurious_retransmits): a resent packet whose
+ * first acknowledgement arrives in an ACK that echoes a timestamp older than the resend. The
+ * ACK was triggered by a packet sent before the resend, so the original copy had already
+ * reached the responder (the Eifel test, RFC 3522, on MRETH.ts). The responder's
+ * duplicate_requests counts the other end of the same event.
+ */
+#include "mrt_internal.h"
+
+bool mrt_sb_in_flight(const struct mr_qp *qp, uint32_t psn)
+{
+	const struct mrt_req *r = &qp->mrt->req;
+
+	return mr_psn_cmp(psn, r->una) >= 0 && mr_psn_cmp(psn, r->nxt) < 0;
+}
+
+bool mrt_txe_is_rd_atomic(const struct mr_qp *qp, const struct mrt_txe *e)
+{
+	return rc_wr_is_rd_atomic(rc_sq_at(qp, e->wqe)->wr.opcode);
+}
+
+void mrt_sb_pipe_out(struct mr_qp *qp, struct mrt_txe *e)
+{
+	struct mrt_req *r = &qp->mrt->req;
+
+	if (!(e->flags & MRT_TX_PIPE))
+		return;
+	e->flags &= (uint8_t)~MRT_TX_PIPE;
+	r->pipe--;
+	r->pipe_bytes -= mrt_txe_is_rd_atomic(qp, e) ? 0 : e->len;
+}
+
+static void mrt_sb_unlose(struct mr_qp *qp, struct mrt_txe *e)
+{
+	if (e->flags & MRT_TX_LOST) {
+		e->flags &= (uint8_t)~MRT_TX_LOST;
+		qp->mrt->req.nlost--;
+	}
+}
+
+static bool mrt_ts_before(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) < 0;
+}
+
+bool mrt_sb_ack(struct mr_qp *qp, uint32_t psn, uint32_t echo_ts, uint64_t now, uint32_t *bytes)
+{
+	struct mrt_req *r = &qp->mrt->req;
+	struct mrt_txe *e = mrt_sb(qp, psn);
+
+	if (!(e->flags & MRT_TX_SENT) || (e->flags & MRT_TX_ACKED))
+		return false;
+	e->flags |= MRT_TX_ACKED;
+	if (e->flags & MRT_TX_LOST) {
+		/* Declared lost, arrived before we resent it: reordering beyond the window. */
+		mrt_rack_spurious(qp, now);
+	} else if ((e->flags & MRT_TX_RETX) && mrt_ts_before(echo_ts, mrt_ts(e->xmit_ts))) {
+		qp->stats.spurious_retransmits++;
+		mrt_rack_spurious(qp, now);
+	}
+	mrt_sb_unlose(qp, e);
+	mrt_sb_pipe_out(qp, e);
+	if (mr_psn_cmp(psn, r->hi_acked) >= 0)
+		r->hi_acked = mr_psn_add(psn, 1);
+	if (!mrt_txe_is_rd_atomic(qp, e)) {
+		*bytes += e->len;
+		e->flags |= MRT_TX_DONE;
+		mrt_rack_update(qp, e, psn, now);
+	}
+	return true;
+}
+
+/* A READ chunk got all its responses or an atomic its result. */
+void mrt_sb_done(struct mr_qp *qp, uint32_t psn, uint64_t now)
+{
+	struct mrt_req *r = &qp->mrt->req;
+	struct mrt_txe *e = mrt_sb(qp, psn);
+
+	if (e->flags & MRT_TX_DONE)
+		return;
+	e->flags |= MRT_TX_DONE | MRT_TX_ACKED;
+	mrt_sb_unlose(qp, e);
+	mrt_sb_pipe_out(qp, e);
+	if (mr_psn_cmp(psn, r->hi_acked) >= 0)
+		r->hi_acked = mr_psn_add(psn, 1);
+	if (r->rd_out > 0)
+		r->rd_out--;
+	mrt_rack_update(qp, e, psn, now);
+}
+
+void mrt_sb_lost(struct mr_qp *qp, uint32_t psn, uint64_t now)
+{
+	struct mrt_req *r = &qp->mrt->req;
+	struct mrt_txe *e = mrt_sb(qp, psn);
+
+	if (!(e->flags & MRT_TX_SENT) || (e->flags & (MRT_TX_DONE | MRT_TX_LOST)))
+		return;
+	e->flags |= MRT_TX_LOST;
+	if (r->nlost == 0 || mr_psn_cmp(psn, r->retx_hint) < 0)
+		r->retx_hint = psn;
+	r->nlost++;
+	mrt_sb_pipe_out(qp, e);
+	/* A READ chunk whose request arrived lost responses, which took the reverse path. */
+	if (!(e->flags & MRT_TX_ACKED) && !r->in_rto) {
+		mrt_path_loss(qp, e->path, now);
+		mrt_cc_loss(qp, now, e->len, e->path);
+	}
+}
+
+void mrt_rx_sack(const struct mr_qp *qp, uint8_t bitmap[16])
+{
+	const struct mrt_resp *s = &qp->mrt->resp;
+
+	for (unsigned int i = 0; i < 16; i++)
+		bitmap[i] = 0;
+	for (uint32_t i = 0; i < MRT_SACK_BITS; i++)
+		if (s->rflags[(s->nxt + i) & (MRT_WIN - 1)] & MRT_RX_RCVD)
+			bitmap[i / 8] |= (uint8_t)(0x80u >> (i % 8)); /* bit 0 = MSB of byte 0 */
+}
