@@ -444,6 +444,33 @@ static void rc_resp_atomic(struct mr_qp *qp, const struct mr_pkt *pkt)
 	rc_resp_acked(qp);
 }
 
+/* A duplicate READ/atomic request at PSN p means the requester went back (go-back-N) to p and
+ * will re-send every request after it: queued READ responses and atomic ACKs that cover p or
+ * later are obsolete (the duplicates re-create them). Drop them, so that they neither waste the
+ * link nor hold responder resources (IBA 9.7.5.2.2 lets the responder abandon a response in
+ * progress when a duplicate arrives; rxe likewise restarts on the duplicate). Keeping them made
+ * rd_pending exceed max_dest_rd_atomic and NAK the requester's next, legal READ. Responses
+ * wholly before p are kept: earlier duplicates of the same go-back-N pass queued them. */
+static void rc_resp_abort_reads(struct mr_qp *qp, uint32_t psn)
+{
+	uint32_t kept = 0;
+
+	for (uint32_t i = 0; i < qp->resp.ring_count; i++) {
+		struct rc_resp *e = &qp->resp.ring[(qp->resp.ring_head + i) % RC_RESP_RING];
+		uint32_t last = e->kind == RC_RESP_READ ? e->last_psn : e->psn;
+
+		if ((e->kind == RC_RESP_READ || e->kind == RC_RESP_ATOMIC) &&
+		    mr_psn_cmp(last, psn) >= 0) {
+			qp->resp.rd_pending--;
+			continue;
+		}
+		if (kept != i)
+			qp->resp.ring[(qp->resp.ring_head + kept) % RC_RESP_RING] = *e;
+		kept++;
+	}
+	qp->resp.ring_count = kept;
+}
+
 /* PSN before ePSN (IBA 9.7.5.1 duplicates): SEND/WRITE are re-ACKed, never re-executed; a
  * READ is re-executed from memory starting at the duplicate's PSN; an atomic is answered from
  * the saved result, never executed twice. */
@@ -452,6 +479,8 @@ static void rc_resp_duplicate(struct mr_qp *qp, const struct mr_pkt *pkt)
 	uint8_t op = pkt->hdr.opcode;
 
 	qp->stats.duplicate_requests++;
+	if (op == MR_OP_RC_READ_REQUEST || op == MR_OP_RC_CMP_SWAP || op == MR_OP_RC_FETCH_ADD)
+		rc_resp_abort_reads(qp, pkt->hdr.psn);
 	if (op == MR_OP_RC_READ_REQUEST) {
 		uint32_t n = rc_npkts(pkt->hdr.reth.dlen, rc_mtu(qp));
 		const uint8_t *src;
