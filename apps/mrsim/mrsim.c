@@ -10,13 +10,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mrsim_cli.h"
 #include "mrsim_fabric.h"
 #include "sim/sim_xfer.h"
 
 struct opts {
 	struct mr_sim_xfer_cfg cfg;
-	double loss, burst, reorder, dup, corrupt, rate_gbps, latency_us;
-	const char *json, *trace;
+	struct mr_mrsim_common com; /* --loss, --burst, --reorder, --rate-gbps, --json, --trace */
+	double dup, corrupt, latency_us;
+	const char *op;
+};
+
+static const char *const op_names[] = {
+	"write", "write_imm", "read", "send", "send_imm", "cmp_swap", "fetch_add", NULL,
+};
+static const enum mr_wr_opcode op_codes[] = {
+	MR_WR_RDMA_WRITE, MR_WR_RDMA_WRITE_WITH_IMM, MR_WR_RDMA_READ, MR_WR_SEND,
+	MR_WR_SEND_WITH_IMM, MR_WR_ATOMIC_CMP_AND_SWP, MR_WR_ATOMIC_FETCH_AND_ADD,
 };
 
 static void usage(FILE *f)
@@ -33,168 +43,39 @@ static void usage(FILE *f)
 	      f);
 }
 
-static int bad(const char *flag, const char *val, const char *why)
-{
-	fprintf(stderr, "mrsim: invalid value '%s' for %s: %s\n", val, flag, why);
-	return -1;
-}
-
-static int parse_u64(const char *flag, const char *s, uint64_t min, uint64_t max, bool suffix,
-		     uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	uint64_t mul = 1;
-
-	if (s[0] == '\0' || s[0] == '-' || s[0] == '+' || s[0] == ' ')
-		return bad(flag, s, "expected a non-negative integer");
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0 || end == s)
-		return bad(flag, s, "expected a non-negative integer");
-	if (suffix && *end != '\0' && end[1] == '\0') {
-		if (*end == 'K' || *end == 'k')
-			mul = 1024;
-		else if (*end == 'M' || *end == 'm')
-			mul = 1024 * 1024;
-		else if (*end == 'G' || *end == 'g')
-			mul = 1024ull * 1024 * 1024;
-		else
-			return bad(flag, s, "unknown suffix (K, M or G)");
-		end++;
-	}
-	if (*end != '\0')
-		return bad(flag, s, "trailing characters");
-	if (v > max / mul || v * mul < min || v * mul > max) {
-		char why[96];
-
-		snprintf(why, sizeof(why), "must be in [%" PRIu64 ", %" PRIu64 "]", min, max);
-		return bad(flag, s, why);
-	}
-	*out = v * mul;
-	return 0;
-}
-
-static int parse_double(const char *flag, const char *s, double min, double max, double *out)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || end == s || *end != '\0' || !isfinite(v))
-		return bad(flag, s, "expected a number");
-	if (v < min || v > max) {
-		char why[96];
-
-		snprintf(why, sizeof(why), "must be in [%g, %g]", min, max);
-		return bad(flag, s, why);
-	}
-	*out = v;
-	return 0;
-}
-
-static int parse_op(const char *s, enum mr_wr_opcode *op)
-{
-	static const struct { const char *n; enum mr_wr_opcode op; } ops[] = {
-		{ "write", MR_WR_RDMA_WRITE }, { "write_imm", MR_WR_RDMA_WRITE_WITH_IMM },
-		{ "read", MR_WR_RDMA_READ }, { "send", MR_WR_SEND },
-		{ "send_imm", MR_WR_SEND_WITH_IMM }, { "cmp_swap", MR_WR_ATOMIC_CMP_AND_SWP },
-		{ "fetch_add", MR_WR_ATOMIC_FETCH_AND_ADD },
-	};
-
-	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		if (strcmp(s, ops[i].n) == 0) {
-			*op = ops[i].op;
-			return 0;
-		}
-	return bad("--op", s, "expected write, write_imm, read, send, send_imm, cmp_swap or "
-			      "fetch_add");
-}
-
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-	uint64_t v;
+	struct mr_sim_xfer_cfg *c = &o->cfg;
+	const struct mr_mrsim_arg own[] = {
+		MR_MRSIM_STR("--op", &o->op, op_names, "expected write, write_imm, read, send, "
+			     "send_imm, cmp_swap or fetch_add"),
+		MR_MRSIM_U64("--size", &c->size, 0, 1ull << 30, true),
+		MR_MRSIM_U64("--count", &c->count, 1, 1000000, false),
+		MR_MRSIM_NUM("--dup", &o->dup, 0, 1, false),
+		MR_MRSIM_NUM("--corrupt", &o->corrupt, 0, 1, false),
+		MR_MRSIM_U64("--seed", &c->seed, 0, UINT64_MAX, false),
+		MR_MRSIM_NUM("--latency-us", &o->latency_us, 0, 1e7, false),
+		MR_MRSIM_U64("--qps", &c->nqp, 1, MR_SIM_XFER_MAX_QP, false),
+		MR_MRSIM_U64("--depth", &c->depth, 1, 1024, false),
+	};
+	struct mr_mrsim_arg args[sizeof(own) / sizeof(own[0]) + MR_MRSIM_COMMON_ARGS];
+	size_t n = sizeof(own) / sizeof(own[0]);
 
 	memset(o, 0, sizeof(*o));
-	mr_sim_xfer_cfg_init(&o->cfg);
-	o->cfg.size = 65536;
-	o->cfg.count = 16;
-	o->cfg.qp.mtu = 4096;
-	o->rate_gbps = 100;
+	mr_sim_xfer_cfg_init(c);
+	c->size = 65536;
+	c->count = 16;
+	c->qp.mtu = 4096;
+	o->com.rate_gbps = 100;
 	o->latency_us = 5;
-	for (int i = 1; i < argc; i++) {
-		const char *f = argv[i], *val;
-		int rc = 0;
-
-		if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {
-			usage(stdout);
-			exit(0);
-		}
-		if (strncmp(f, "--", 2) != 0 || i + 1 >= argc) {
-			if (strncmp(f, "--", 2) == 0)
-				fprintf(stderr, "mrsim: %s needs a value\n", f);
-			else
-				fprintf(stderr, "mrsim: unexpected argument '%s'\n", f);
-			return -1;
-		}
-		val = argv[++i];
-		if (strcmp(f, "--op") == 0) {
-			rc = parse_op(val, &o->cfg.op);
-		} else if (strcmp(f, "--size") == 0) {
-			rc = parse_u64(f, val, 0, 1ull << 30, true, &o->cfg.size);
-		} else if (strcmp(f, "--count") == 0) {
-			rc = parse_u64(f, val, 1, 1000000, false, &v);
-			o->cfg.count = (uint32_t)v;
-		} else if (strcmp(f, "--mtu") == 0) {
-			rc = parse_u64(f, val, 256, 4096, false, &v);
-			if (rc == 0 && (v & (v - 1)) != 0)
-				rc = bad(f, val, "must be 256, 512, 1024, 2048 or 4096");
-			o->cfg.qp.mtu = (uint32_t)v;
-		} else if (strcmp(f, "--loss") == 0) {
-			rc = parse_double(f, val, 0, 1, &o->loss);
-		} else if (strcmp(f, "--burst") == 0) {
-			rc = parse_double(f, val, 1, 1e6, &o->burst);
-		} else if (strcmp(f, "--reorder") == 0) {
-			rc = parse_double(f, val, 0, 1, &o->reorder);
-		} else if (strcmp(f, "--dup") == 0) {
-			rc = parse_double(f, val, 0, 1, &o->dup);
-		} else if (strcmp(f, "--corrupt") == 0) {
-			rc = parse_double(f, val, 0, 1, &o->corrupt);
-		} else if (strcmp(f, "--seed") == 0) {
-			rc = parse_u64(f, val, 0, UINT64_MAX, false, &o->cfg.seed);
-		} else if (strcmp(f, "--rate-gbps") == 0) {
-			rc = parse_double(f, val, 0.001, 10000, &o->rate_gbps);
-		} else if (strcmp(f, "--latency-us") == 0) {
-			rc = parse_double(f, val, 0, 1e7, &o->latency_us);
-		} else if (strcmp(f, "--qps") == 0) {
-			rc = parse_u64(f, val, 1, MR_SIM_XFER_MAX_QP, false, &v);
-			o->cfg.nqp = (uint32_t)v;
-		} else if (strcmp(f, "--depth") == 0) {
-			rc = parse_u64(f, val, 1, 1024, false, &v);
-			o->cfg.depth = (uint32_t)v;
-		} else if (strcmp(f, "--timeout-code") == 0) {
-			rc = parse_u64(f, val, 1, 31, false, &v);
-			o->cfg.qp.timeout = (uint8_t)v;
-		} else if (strcmp(f, "--retry") == 0) {
-			rc = parse_u64(f, val, 0, 7, false, &v);
-			o->cfg.qp.retry_cnt = (uint8_t)v;
-		} else if (strcmp(f, "--json") == 0) {
-			o->json = val;
-		} else if (strcmp(f, "--trace") == 0) {
-			o->trace = val;
-		} else {
-			fprintf(stderr, "mrsim: unknown option '%s'\n", f);
-			return -1;
-		}
-		if (rc < 0)
-			return -1;
-	}
-	if (o->burst > 0 && !(o->loss > 0 && o->loss < 1)) {
-		fprintf(stderr, "mrsim: --burst needs --loss in (0, 1)\n");
+	memcpy(args, own, sizeof(own));
+	n += mr_mrsim_common_args(args + n, &o->com, &c->qp, false);
+	if (mr_mrsim_parse(argc, argv, args, n, usage, &o->com) < 0)
 		return -1;
-	}
-	if (o->cfg.size * o->cfg.count > (4ull << 30)) {
+	for (size_t k = 0; o->op != NULL && op_names[k] != NULL; k++)
+		if (strcmp(o->op, op_names[k]) == 0)
+			c->op = op_codes[k];
+	if (c->size * c->count > (4ull << 30)) {
 		fprintf(stderr, "mrsim: --size x --count exceeds 4 GiB of simulated memory\n");
 		return -1;
 	}
@@ -209,13 +90,9 @@ static void apply_link(struct opts *o)
 		struct mr_sim_link_cfg *l = dir ? &c->link_ba : &c->link_ab;
 
 		mr_sim_link_cfg_init(l);
-		l->rate_bps = (uint64_t)llround(o->rate_gbps * 1e9);
+		l->rate_bps = (uint64_t)llround(o->com.rate_gbps * 1e9);
 		l->latency_ns = (uint64_t)llround(o->latency_us * 1e3);
-		if (o->burst > 0)
-			mr_sim_link_cfg_burst(l, o->burst, o->loss);
-		else
-			l->loss = o->loss;
-		l->reorder = o->reorder;
+		mr_mrsim_link_impair(l, &o->com);
 		l->reorder_delay_ns = 4 * l->latency_ns + 1000; /* overtaken by later packets */
 		l->dup = o->dup;
 		l->corrupt = o->corrupt;
@@ -237,53 +114,50 @@ static void print_report(FILE *f, const struct opts *o, const struct mr_sim_xfer
 			 bool ok)
 {
 	const struct mr_sim_xfer_cfg *c = &o->cfg;
+	const struct mr_mrsim_common *m = &o->com;
 
 	fprintf(f, "mrsim: %s %" PRIu64 " B x %u over %u QP(s), MTU %u, %.3g Gb/s, %.3g us, "
 		   "loss %.3g%%%s, reorder %.3g%%, dup %.3g%%, seed %" PRIu64 "\n",
-		mr_sim_xfer_op_name(c->op), c->size, c->count, c->nqp, c->qp.mtu, o->rate_gbps,
-		o->latency_us, o->loss * 100, o->burst > 0 ? " (bursty)" : "", o->reorder * 100,
+		mr_sim_xfer_op_name(c->op), c->size, c->count, c->nqp, c->qp.mtu, m->rate_gbps,
+		o->latency_us, m->loss * 100, m->burst > 0 ? " (bursty)" : "", m->reorder * 100,
 		o->dup * 100, c->seed);
-	fprintf(f, "  result           %s (%u/%u WRs succeeded%s%s)\n", ok ? "OK" : "FAILED",
-		r->succeeded, c->count, r->first_error ? ", first error " : "",
-		r->first_error ? mr_sim_wc_status_str(r->first_error) : "");
+	mr_mrsim_row(f, "result", "%s (%u/%u WRs succeeded%s%s)\n", ok ? "OK" : "FAILED",
+		     r->succeeded, c->count, r->first_error ? ", first error " : "",
+		     r->first_error ? mr_sim_wc_status_str(r->first_error) : "");
 	if (r->rc == -ETIMEDOUT)
-		fprintf(f, "  deadline         virtual time budget exhausted\n");
-	fprintf(f, "  bytes verified   %" PRIu64 " (%" PRIu64 " wrong, %u bad completions)\n",
-		r->bytes_verified, r->bytes_bad, r->wc_bad);
-	fprintf(f, "  virtual time     %.3f ms\n", (double)r->elapsed_ns / 1e6);
-	fprintf(f, "  goodput          %.3f Gb/s\n", r->goodput_gbps);
-	fprintf(f, "  completion time  p50 %.1f us, p99 %.1f us, max %.1f us\n",
-		(double)r->lat_p50_ns / 1e3, (double)r->lat_p99_ns / 1e3,
-		(double)r->lat_max_ns / 1e3);
-	fprintf(f, "  packets a->b     %" PRIu64 " sent, %" PRIu64 " lost, %" PRIu64
-		   " duplicated, %" PRIu64 " reordered\n",
-		r->link_ab.sent, drops(&r->link_ab), r->link_ab.duplicated, r->link_ab.reordered);
-	fprintf(f, "  packets b->a     %" PRIu64 " sent, %" PRIu64 " lost, %" PRIu64
-		   " duplicated, %" PRIu64 " reordered\n",
-		r->link_ba.sent, drops(&r->link_ba), r->link_ba.duplicated, r->link_ba.reordered);
-	fprintf(f, "  retransmits      %" PRIu64 " (go-back-N), timeouts %" PRIu64
-		   ", seq NAKs %" PRIu64 ", RNR NAKs %" PRIu64 ", implied NAKs %" PRIu64 "\n",
-		r->qa.retransmits, r->qa.timeouts, r->qa.seq_naks_rcvd, r->qa.rnr_naks_rcvd,
-		r->qa.implied_naks);
-	fprintf(f, "  responder        %" PRIu64 " duplicate requests, %" PRIu64
-		   " out of sequence, %" PRIu64 " seq NAKs sent\n",
-		r->qb.duplicate_requests, r->qb.out_of_sequence, r->qb.seq_naks_sent);
-	fprintf(f, "  parser drops     %" PRIu64 " at a, %" PRIu64 " at b (bad ICRC: %" PRIu64
-		   ")\n",
-		r->node_a.parse_drops, r->node_b.parse_drops,
-		r->node_a.parse_err[MR_PARSE_BAD_ICRC] + r->node_b.parse_err[MR_PARSE_BAD_ICRC]);
+		mr_mrsim_row(f, "deadline", "virtual time budget exhausted\n");
+	mr_mrsim_row(f, "bytes verified", "%" PRIu64 " (%" PRIu64 " wrong, %u bad completions)\n",
+		     r->bytes_verified, r->bytes_bad, r->wc_bad);
+	mr_mrsim_row(f, "virtual time", "%.3f ms\n", (double)r->elapsed_ns / 1e6);
+	mr_mrsim_row(f, "goodput", "%.3f Gb/s\n", r->goodput_gbps);
+	mr_mrsim_row_latency(f, r->lat_p50_ns, r->lat_p99_ns, r->lat_max_ns, true);
+	for (int dir = 0; dir < 2; dir++) {
+		const struct mr_sim_link_stats *l = dir ? &r->link_ba : &r->link_ab;
+
+		mr_mrsim_row(f, dir ? "packets b->a" : "packets a->b", "%" PRIu64 " sent, %" PRIu64
+			     " lost, %" PRIu64 " duplicated, %" PRIu64 " reordered\n",
+			     l->sent, drops(l), l->duplicated, l->reordered);
+	}
+	mr_mrsim_row(f, "retransmits", "%" PRIu64 " (go-back-N), timeouts %" PRIu64 ", seq NAKs %"
+		     PRIu64 ", RNR NAKs %" PRIu64 ", implied NAKs %" PRIu64 "\n",
+		     r->qa.retransmits, r->qa.timeouts, r->qa.seq_naks_rcvd, r->qa.rnr_naks_rcvd,
+		     r->qa.implied_naks);
+	mr_mrsim_row(f, "responder", "%" PRIu64 " duplicate requests, %" PRIu64
+		     " out of sequence, %" PRIu64 " seq NAKs sent\n",
+		     r->qb.duplicate_requests, r->qb.out_of_sequence, r->qb.seq_naks_sent);
+	mr_mrsim_row(f, "parser drops", "%" PRIu64 " at a, %" PRIu64 " at b (bad ICRC: %" PRIu64
+		     ")\n", r->node_a.parse_drops, r->node_b.parse_drops,
+		     r->node_a.parse_err[MR_PARSE_BAD_ICRC] + r->node_b.parse_err[MR_PARSE_BAD_ICRC]);
 }
 
 static int write_json(const char *path, const struct opts *o, const struct mr_sim_xfer_result *r,
 		      bool ok)
 {
-	FILE *f = fopen(path, "w");
+	FILE *f = mr_mrsim_open_json(path, false);
 	const struct mr_sim_xfer_cfg *c = &o->cfg;
 
-	if (f == NULL) {
-		fprintf(stderr, "mrsim: cannot write --json %s: %s\n", path, strerror(errno));
+	if (f == NULL)
 		return -1;
-	}
 	fprintf(f, "{\"op\":\"%s\",\"size\":%" PRIu64 ",\"count\":%u,\"qps\":%u,\"mtu\":%u,"
 		   "\"loss\":%g,\"burst\":%g,\"reorder\":%g,\"dup\":%g,\"seed\":%" PRIu64 ","
 		   "\"ok\":%s,\"succeeded\":%u,\"first_error\":\"%s\",\"bytes_verified\":%" PRIu64
@@ -293,8 +167,8 @@ static int write_json(const char *path, const struct opts *o, const struct mr_si
 		   ",\"lost_ba\":%" PRIu64 ",\"retransmits\":%" PRIu64 ",\"timeouts\":%" PRIu64
 		   ",\"seq_naks\":%" PRIu64 ",\"rnr_naks\":%" PRIu64 ",\"parser_drops\":%" PRIu64
 		   "}\n",
-		mr_sim_xfer_op_name(c->op), c->size, c->count, c->nqp, c->qp.mtu, o->loss,
-		o->burst, o->reorder, o->dup, c->seed, ok ? "true" : "false", r->succeeded,
+		mr_sim_xfer_op_name(c->op), c->size, c->count, c->nqp, c->qp.mtu, o->com.loss,
+		o->com.burst, o->com.reorder, o->dup, c->seed, ok ? "true" : "false", r->succeeded,
 		mr_sim_wc_status_str(r->first_error), r->bytes_verified, r->bytes_bad,
 		r->elapsed_ns, r->goodput_gbps, r->lat_p50_ns, r->lat_p99_ns, r->link_ab.sent,
 		r->link_ba.sent, drops(&r->link_ab), drops(&r->link_ba), r->qa.retransmits,
@@ -317,13 +191,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	apply_link(&o);
-	if (o.trace) {
-		trace = fopen(o.trace, "w");
-		if (trace == NULL) {
-			fprintf(stderr, "mrsim: cannot write --trace %s: %s\n", o.trace,
-				strerror(errno));
+	if (o.com.trace) {
+		trace = mr_mrsim_open_trace(o.com.trace);
+		if (trace == NULL)
 			return 2;
-		}
 		o.cfg.trace = trace;
 	}
 	mr_sim_xfer_run(&o.cfg, &r);
@@ -335,7 +206,7 @@ int main(int argc, char **argv)
 	}
 	ok = r.rc == 0 && r.succeeded == o.cfg.count && r.bytes_bad == 0 && r.wc_bad == 0;
 	print_report(stdout, &o, &r, ok);
-	if (o.json && write_json(o.json, &o, &r, ok) < 0)
+	if (o.com.json && write_json(o.com.json, &o, &r, ok) < 0)
 		return 1;
 	return ok ? 0 : 1;
 }

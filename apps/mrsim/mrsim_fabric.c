@@ -9,14 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mrsim_cli.h"
 #include "mrsim_fabric.h"
 #include "sim/sim_fxfer.h"
 
 struct fopts {
 	struct mr_sim_fxfer_cfg cfg;
-	const char *transport, *cc, *json, *trace;
+	struct mr_mrsim_common com; /* --loss, --burst, --reorder, --rate-gbps, --json, --trace */
+	const char *transport, *cc;
 	unsigned int incast;
-	double loss, burst, reorder, reorder_us, rate_gbps, path_lat_us, host_lat_us;
+	double reorder_us, path_lat_us, host_lat_us;
 	double queue_kb, ecn_kb;
 };
 
@@ -47,151 +49,45 @@ static void fusage(FILE *f)
 	      f);
 }
 
-static int fbad(const char *flag, const char *val, const char *why)
-{
-	fprintf(stderr, "mrsim: invalid value '%s' for %s: %s\n", val, flag, why);
-	return -1;
-}
-
-static int num(const char *flag, const char *s, double min, double max, double *out)
-{
-	char *end;
-	double v, mul = 1;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || end == s || !isfinite(v))
-		return fbad(flag, s, "expected a number");
-	if (*end == 'K' || *end == 'k')
-		mul = 1024, end++;
-	else if (*end == 'M' || *end == 'm')
-		mul = 1048576, end++;
-	if (*end != '\0')
-		return fbad(flag, s, "trailing characters");
-	v *= mul;
-	if (v < min || v > max) {
-		char why[80];
-
-		snprintf(why, sizeof(why), "must be in [%g, %g]", min, max);
-		return fbad(flag, s, why);
-	}
-	*out = v;
-	return 0;
-}
-
-static int integer(const char *flag, const char *s, double min, double max, uint64_t *out)
-{
-	double v;
-
-	if (num(flag, s, min, max, &v) < 0)
-		return -1;
-	if (v != floor(v))
-		return fbad(flag, s, "expected an integer");
-	*out = (uint64_t)v;
-	return 0;
-}
-
 static int parse(int argc, char **argv, struct fopts *o)
 {
+	static const char *const transports[] = { "roce", "metaroce", NULL };
+	static const char *const ccs[] = { "none", "dcqcn", "metaroce", NULL };
 	struct mr_sim_fxfer_cfg *c = &o->cfg;
-	uint64_t v;
+	uint64_t fabric;
+	const struct mr_mrsim_arg own[] = {
+		MR_MRSIM_INT("--fabric", &fabric, 0, 1),
+		MR_MRSIM_STR("--transport", &o->transport, transports, "expected roce or metaroce"),
+		MR_MRSIM_STR("--cc", &o->cc, ccs, "expected none, dcqcn or metaroce"),
+		MR_MRSIM_INT("--entropies", &c->qp.n_entropies, 1, 256),
+		MR_MRSIM_INT("--fabric-paths", &c->fabric.n_paths, 1, MR_SIM_FABRIC_MAX_PATHS),
+		MR_MRSIM_INT("--incast", &o->incast, 1, MR_SIM_FABRIC_MAX_HOSTS - 1),
+		MR_MRSIM_INT("--size", &c->size, 1, 1 << 30),
+		MR_MRSIM_INT("--count", &c->count, 1, 100000),
+		MR_MRSIM_INT("--depth", &c->depth, 1, 1024),
+		MR_MRSIM_NUM("--reorder-us", &o->reorder_us, 0, 1e6, true),
+		MR_MRSIM_NUM("--path-latency-us", &o->path_lat_us, 0, 1e6, true),
+		MR_MRSIM_NUM("--host-latency-us", &o->host_lat_us, 0, 1e6, true),
+		MR_MRSIM_NUM("--queue-kb", &o->queue_kb, 0, 1 << 20, true),
+		MR_MRSIM_NUM("--ecn-kb", &o->ecn_kb, 0, 1 << 20, true),
+		MR_MRSIM_INT("--seed", &c->seed, 0, 1e15),
+	};
+	struct mr_mrsim_arg args[sizeof(own) / sizeof(own[0]) + MR_MRSIM_COMMON_ARGS];
+	size_t n = sizeof(own) / sizeof(own[0]);
 
 	memset(o, 0, sizeof(*o));
 	mr_sim_fxfer_cfg_init(c);
 	o->transport = "roce";
 	o->cc = "none";
-	o->rate_gbps = 100;
+	o->com.rate_gbps = 100;
 	o->path_lat_us = 3;
 	o->host_lat_us = 1;
 	o->queue_kb = 1024;
 	o->reorder_us = 20;
-	for (int i = 1; i < argc; i++) {
-		const char *f = argv[i], *val;
-		int rc = 0;
-
-		if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {
-			fusage(stdout);
-			exit(0);
-		}
-		if (strncmp(f, "--", 2) != 0 || i + 1 >= argc) {
-			fprintf(stderr, "mrsim: %s: %s\n", f,
-				strncmp(f, "--", 2) ? "unexpected argument" : "needs a value");
-			return -1;
-		}
-		val = argv[++i];
-		if (strcmp(f, "--fabric") == 0) {
-			rc = integer(f, val, 0, 1, &v);
-		} else if (strcmp(f, "--transport") == 0) {
-			if (strcmp(val, "roce") && strcmp(val, "metaroce"))
-				rc = fbad(f, val, "expected roce or metaroce");
-			o->transport = val;
-		} else if (strcmp(f, "--cc") == 0) {
-			if (strcmp(val, "none") && strcmp(val, "dcqcn") && strcmp(val, "metaroce"))
-				rc = fbad(f, val, "expected none, dcqcn or metaroce");
-			o->cc = val;
-		} else if (strcmp(f, "--entropies") == 0) {
-			rc = integer(f, val, 1, 256, &v);
-			c->qp.n_entropies = (uint16_t)v;
-		} else if (strcmp(f, "--fabric-paths") == 0) {
-			rc = integer(f, val, 1, MR_SIM_FABRIC_MAX_PATHS, &v);
-			c->fabric.n_paths = (unsigned int)v;
-		} else if (strcmp(f, "--incast") == 0) {
-			rc = integer(f, val, 1, MR_SIM_FABRIC_MAX_HOSTS - 1, &v);
-			o->incast = (unsigned int)v;
-		} else if (strcmp(f, "--size") == 0) {
-			rc = integer(f, val, 1, 1 << 30, &c->size);
-		} else if (strcmp(f, "--count") == 0) {
-			rc = integer(f, val, 1, 100000, &v);
-			c->count = (uint32_t)v;
-		} else if (strcmp(f, "--depth") == 0) {
-			rc = integer(f, val, 1, 1024, &v);
-			c->depth = (uint32_t)v;
-		} else if (strcmp(f, "--mtu") == 0) {
-			rc = integer(f, val, 256, 4096, &v);
-			if (rc == 0 && (v & (v - 1)) != 0)
-				rc = fbad(f, val, "must be 256, 512, 1024, 2048 or 4096");
-			c->qp.mtu = (uint32_t)v;
-		} else if (strcmp(f, "--loss") == 0) {
-			rc = num(f, val, 0, 1, &o->loss);
-		} else if (strcmp(f, "--burst") == 0) {
-			rc = num(f, val, 1, 1e6, &o->burst);
-		} else if (strcmp(f, "--reorder") == 0) {
-			rc = num(f, val, 0, 1, &o->reorder);
-		} else if (strcmp(f, "--reorder-us") == 0) {
-			rc = num(f, val, 0, 1e6, &o->reorder_us);
-		} else if (strcmp(f, "--rate-gbps") == 0) {
-			rc = num(f, val, 0.001, 10000, &o->rate_gbps);
-		} else if (strcmp(f, "--path-latency-us") == 0) {
-			rc = num(f, val, 0, 1e6, &o->path_lat_us);
-		} else if (strcmp(f, "--host-latency-us") == 0) {
-			rc = num(f, val, 0, 1e6, &o->host_lat_us);
-		} else if (strcmp(f, "--queue-kb") == 0) {
-			rc = num(f, val, 0, 1 << 20, &o->queue_kb);
-		} else if (strcmp(f, "--ecn-kb") == 0) {
-			rc = num(f, val, 0, 1 << 20, &o->ecn_kb);
-		} else if (strcmp(f, "--timeout-code") == 0) {
-			rc = integer(f, val, 1, 31, &v);
-			c->qp.timeout = (uint8_t)v;
-		} else if (strcmp(f, "--retry") == 0) {
-			rc = integer(f, val, 0, 7, &v);
-			c->qp.retry_cnt = (uint8_t)v;
-		} else if (strcmp(f, "--seed") == 0) {
-			rc = integer(f, val, 0, 1e15, &c->seed);
-		} else if (strcmp(f, "--json") == 0) {
-			o->json = val;
-		} else if (strcmp(f, "--trace") == 0) {
-			o->trace = val;
-		} else {
-			fprintf(stderr, "mrsim: unknown option '%s'\n", f);
-			return -1;
-		}
-		if (rc < 0)
-			return -1;
-	}
-	if (o->burst > 0 && !(o->loss > 0 && o->loss < 1)) {
-		fprintf(stderr, "mrsim: --burst needs --loss in (0, 1)\n");
+	memcpy(args, own, sizeof(own));
+	n += mr_mrsim_common_args(args + n, &o->com, &c->qp, true);
+	if (mr_mrsim_parse(argc, argv, args, n, fusage, &o->com) < 0)
 		return -1;
-	}
 	if ((double)c->size * c->count * (o->incast ? o->incast : 1) > 4.0 * (1u << 30)) {
 		fprintf(stderr, "mrsim: flows x --size x --count exceeds 4 GiB\n");
 		return -1;
@@ -203,7 +99,7 @@ static void apply(struct fopts *o)
 {
 	struct mr_sim_fxfer_cfg *c = &o->cfg;
 	struct mr_sim_fabric_path_cfg p;
-	uint64_t rate = (uint64_t)llround(o->rate_gbps * 1e9);
+	uint64_t rate = (uint64_t)llround(o->com.rate_gbps * 1e9);
 
 	if (o->incast)
 		mr_sim_fxfer_cfg_incast(c, o->incast);
@@ -218,11 +114,7 @@ static void apply(struct fopts *o)
 	p.link.latency_ns = (uint64_t)llround(o->path_lat_us * 1e3);
 	p.link.queue_bytes = c->fabric.down_queue_bytes;
 	p.ecn_k_bytes = c->fabric.down_ecn_k_bytes;
-	if (o->burst > 0)
-		mr_sim_link_cfg_burst(&p.link, o->burst, o->loss);
-	else
-		p.link.loss = o->loss;
-	p.link.reorder = o->reorder;
+	mr_mrsim_link_impair(&p.link, &o->com);
 	p.link.reorder_delay_ns = (uint64_t)llround(o->reorder_us * 1e3);
 	if (o->incast)
 		/* non-blocking fabric: only the receiver's downlink is a bottleneck (incast) */
@@ -269,7 +161,7 @@ static int emit_json(FILE *f, const struct fopts *o, const struct mr_sim_fxfer_r
 	uint64_t qdrops = sum_down(r, c->fabric.n_hosts, 0), marks = sum_down(r, c->fabric.n_hosts, 1);
 	uint64_t peak = sum_down(r, c->fabric.n_hosts, 2);
 	uint64_t path_drops = 0;
-	double bottleneck = o->rate_gbps;
+	double bottleneck = o->com.rate_gbps;
 
 	for (unsigned int p = 0; p < r->n_paths; p++) {
 		path_drops += r->path[p].drops_queue;
@@ -291,8 +183,9 @@ static int emit_json(FILE *f, const struct fopts *o, const struct mr_sim_fxfer_r
 		   "\"path_queue_drops\":%" PRIu64 ",\"peak_queue_bytes\":%" PRIu64 ","
 		   "\"parse_drops\":%" PRIu64 ",\"path_util\":[",
 		o->transport, o->cc, c->qp.n_entropies, c->fabric.n_paths, c->n_flows, o->incast,
-		o->burst > 0 ? "bursty" : "random", o->loss, o->burst, o->reorder, c->size,
-		c->count, c->qp.mtu, o->rate_gbps, (double)c->qp.cc_params.base_rtt_ns / 1e3,
+		o->com.burst > 0 ? "bursty" : "random", o->com.loss, o->com.burst, o->com.reorder,
+		c->size, c->count, c->qp.mtu, o->com.rate_gbps,
+		(double)c->qp.cc_params.base_rtt_ns / 1e3,
 		c->seed, r->rc, r->verified ? "true" : "false", r->bytes_verified, r->bytes_bad,
 		r->elapsed_ns, r->goodput_gbps, bottleneck, r->goodput_gbps / bottleneck, r->jain,
 		(double)r->lat_p50_ns / 1e3, (double)r->lat_p99_ns / 1e3, r->data_pkts,
@@ -312,28 +205,32 @@ static int emit_json(FILE *f, const struct fopts *o, const struct mr_sim_fxfer_r
 static void report(FILE *f, const struct fopts *o, const struct mr_sim_fxfer_result *r)
 {
 	const struct mr_sim_fxfer_cfg *c = &o->cfg;
+	const struct mr_mrsim_common *m = &o->com;
 
 	fprintf(f, "mrsim fabric: %s (cc %s, %u entropies) over %u path(s), %u flow(s) of %u x %"
 		   PRIu64 " B, MTU %u, %g Gb/s, loss %g%s, reorder %g\n",
 		o->transport, o->cc, c->qp.n_entropies, c->fabric.n_paths, c->n_flows, c->count,
-		c->size, c->qp.mtu, o->rate_gbps, o->loss, o->burst > 0 ? " (bursty)" : "",
-		o->reorder);
-	fprintf(f, "  result           %s (rc %d, %u/%u WRs ok, %" PRIu64 " bytes verified, %"
-		   PRIu64 " wrong)\n", r->verified ? "OK" : "FAILED", r->rc, r->succeeded,
-		c->count * c->n_flows, r->bytes_verified, r->bytes_bad);
-	fprintf(f, "  goodput          %.3f Gb/s (Jain %.3f), %.3f ms\n", r->goodput_gbps, r->jain,
-		(double)r->elapsed_ns / 1e6);
-	fprintf(f, "  completion time  p50 %.1f us, p99 %.1f us\n", (double)r->lat_p50_ns / 1e3,
-		(double)r->lat_p99_ns / 1e3);
-	fprintf(f, "  retransmits      %" PRIu64 " (sack %" PRIu64 ", spurious %" PRIu64
-		   "), timeouts %" PRIu64 ", data packets %" PRIu64 "\n",
-		r->qa.retransmits, r->qa.sack_retransmits, r->qa.spurious_retransmits,
-		r->qa.timeouts, r->data_pkts);
-	for (unsigned int p = 0; p < r->n_paths; p++)
-		fprintf(f, "  path %-2u          %" PRIu64 " pkts, util %.3f, peak queue %" PRIu64
-			   " B, %" PRIu64 " tail drops, %" PRIu64 " lost, %" PRIu64 " CE\n",
-			p, r->path[p].pkts, r->path[p].utilisation, r->path[p].peak_queue_bytes,
-			r->path[p].drops_queue, r->path[p].drops_loss, r->path[p].ce_marks);
+		c->size, c->qp.mtu, m->rate_gbps, m->loss, m->burst > 0 ? " (bursty)" : "",
+		m->reorder);
+	mr_mrsim_row(f, "result", "%s (rc %d, %u/%u WRs ok, %" PRIu64 " bytes verified, %" PRIu64
+		     " wrong)\n", r->verified ? "OK" : "FAILED", r->rc, r->succeeded,
+		     c->count * c->n_flows, r->bytes_verified, r->bytes_bad);
+	mr_mrsim_row(f, "goodput", "%.3f Gb/s (Jain %.3f), %.3f ms\n", r->goodput_gbps, r->jain,
+		     (double)r->elapsed_ns / 1e6);
+	mr_mrsim_row_latency(f, r->lat_p50_ns, r->lat_p99_ns, r->lat_max_ns, false);
+	mr_mrsim_row(f, "retransmits", "%" PRIu64 " (sack %" PRIu64 ", spurious %" PRIu64
+		     "), timeouts %" PRIu64 ", data packets %" PRIu64 "\n",
+		     r->qa.retransmits, r->qa.sack_retransmits, r->qa.spurious_retransmits,
+		     r->qa.timeouts, r->data_pkts);
+	for (unsigned int p = 0; p < r->n_paths; p++) {
+		char label[16];
+
+		snprintf(label, sizeof(label), "path %u", p);
+		mr_mrsim_row(f, label, "%" PRIu64 " pkts, util %.3f, peak queue %" PRIu64 " B, %"
+			     PRIu64 " tail drops, %" PRIu64 " lost, %" PRIu64 " CE\n",
+			     r->path[p].pkts, r->path[p].utilisation, r->path[p].peak_queue_bytes,
+			     r->path[p].drops_queue, r->path[p].drops_loss, r->path[p].ce_marks);
+	}
 }
 
 int mr_mrsim_fabric_main(int argc, char **argv)
@@ -351,11 +248,9 @@ int mr_mrsim_fabric_main(int argc, char **argv)
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
 		return 1;
-	if (o.trace) {
-		trace = fopen(o.trace, "w");
+	if (o.com.trace) {
+		trace = mr_mrsim_open_trace(o.com.trace);
 		if (trace == NULL) {
-			fprintf(stderr, "mrsim: cannot write --trace %s: %s\n", o.trace,
-				strerror(errno));
 			free(r);
 			return 2;
 		}
@@ -367,13 +262,11 @@ int mr_mrsim_fabric_main(int argc, char **argv)
 	if (r->rc < 0 && r->rc != -ETIMEDOUT && r->completed == 0)
 		/* still write the record (rc, verified false): sweeps keep every row */
 		fprintf(stderr, "mrsim: setup failed: %s\n", strerror(-r->rc));
-	report(o.json && strcmp(o.json, "-") == 0 ? stderr : stdout, &o, r);
-	if (o.json) {
-		FILE *f = strcmp(o.json, "-") == 0 ? stdout : fopen(o.json, "w");
+	report(o.com.json && strcmp(o.com.json, "-") == 0 ? stderr : stdout, &o, r);
+	if (o.com.json) {
+		FILE *f = mr_mrsim_open_json(o.com.json, true);
 
 		if (f == NULL) {
-			fprintf(stderr, "mrsim: cannot write --json %s: %s\n", o.json,
-				strerror(errno));
 			free(r);
 			return 1;
 		}

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "sim/sim_fxfer.h"
-#include "sim/sim_rng.h"
+#include "sim/sim_verify.h"
 
 #define GUARD 64
 #define GUARD_BYTE 0x5a
@@ -19,8 +19,7 @@ struct fflow {
 	uint8_t *src, *dst;
 	uint64_t len, stride;
 	uint32_t next_post, outstanding, completed;
-	uint64_t *t_post, *t_done;
-	uint64_t last_done;
+	struct mr_sim_msgs msgs; /* post and completion times per message */
 	bool failed;
 };
 
@@ -63,17 +62,6 @@ int mr_sim_fxfer_cfg_incast(struct mr_sim_fxfer_cfg *cfg, unsigned int k)
 	return 0;
 }
 
-static void fill(uint8_t *p, uint64_t len, uint64_t seed)
-{
-	uint64_t st = seed, v = 0;
-
-	for (uint64_t i = 0; i < len; i++) {
-		if (i % 8 == 0)
-			v = mr_sim_splitmix64(&st);
-		p[i] = (uint8_t)(v >> (8 * (i % 8)));
-	}
-}
-
 static int setup_flow(struct fx *x, unsigned int i)
 {
 	const struct mr_sim_fxfer_cfg *c = x->cfg;
@@ -89,11 +77,9 @@ static int setup_flow(struct fx *x, unsigned int i)
 	fl->len = fl->stride * c->count;
 	fl->src = malloc(fl->len);
 	fl->dst = malloc(fl->len);
-	fl->t_post = calloc(c->count, sizeof(uint64_t));
-	fl->t_done = calloc(c->count, sizeof(uint64_t));
-	if (!fl->src || !fl->dst || !fl->t_post || !fl->t_done)
+	if (mr_sim_msgs_init(&fl->msgs, c->count) < 0 || !fl->src || !fl->dst)
 		return -ENOMEM;
-	fill(fl->src, fl->len, c->seed * 1000003u + i);
+	mr_sim_fill_pattern(fl->src, fl->len, c->seed * 1000003u + i);
 	memset(fl->dst, GUARD_BYTE, fl->len);
 	for (unsigned int h = 0; h < 2; h++) {
 		unsigned int n = h ? d : s;
@@ -143,7 +129,7 @@ static int post(struct fx *x, unsigned int i)
 	rc = mr_post_send(fl->qa, &wr);
 	if (rc < 0)
 		return rc;
-	fl->t_post[m] = mr_sim_fabric_now(x->fab);
+	fl->msgs.t_post[m] = mr_sim_fabric_now(x->fab);
 	fl->next_post++;
 	fl->outstanding++;
 	return 0;
@@ -165,13 +151,11 @@ static bool pred(struct mr_sim_fabric *fab, void *arg)
 			for (int k = 0; k < n; k++) {
 				uint64_t m = wc[k].wr_id;
 
-				if (m >= c->count || fl->t_done[m] != 0 || wc[k].qp_num !=
-				    mr_qp_num(fl->qa)) {
+				if (wc[k].qp_num != mr_qp_num(fl->qa) ||
+				    !mr_sim_msgs_complete(&fl->msgs, m, mr_sim_fabric_now(fab))) {
 					r->wc_bad++;
 					continue;
 				}
-				fl->t_done[m] = mr_sim_fabric_now(fab);
-				fl->last_done = fl->t_done[m];
 				fl->outstanding--;
 				fl->completed++;
 				r->completed++;
@@ -197,25 +181,6 @@ static bool pred(struct mr_sim_fabric *fab, void *arg)
 	return done;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static void add_stats(struct mr_qp_stats *sum, const struct mr_qp_stats *s)
-{
-	_Static_assert(sizeof(*s) % sizeof(uint64_t) == 0, "mr_qp_stats is all u64");
-	uint64_t a[sizeof(*s) / 8], b[sizeof(*s) / 8];
-
-	memcpy(a, sum, sizeof(a));
-	memcpy(b, s, sizeof(b));
-	for (size_t k = 0; k < sizeof(a) / 8; k++)
-		a[k] += b[k];
-	memcpy(sum, a, sizeof(a));
-}
-
 static void collect(struct fx *x)
 {
 	const struct mr_sim_fxfer_cfg *c = x->cfg;
@@ -232,49 +197,38 @@ static void collect(struct fx *x)
 		ff->completed = fl->completed;
 		mr_qp_get_stats(fl->qa, &ff->qa);
 		mr_qp_get_stats(fl->qb, &ff->qb);
-		add_stats(&r->qa, &ff->qa);
-		add_stats(&r->qb, &ff->qb);
+		mr_sim_qp_stats_add(&r->qa, &ff->qa);
+		mr_sim_qp_stats_add(&r->qb, &ff->qb);
 		/* Verify only a flow whose every WRITE completed successfully: the responder has
 		 * then placed every byte (IBA 9.7.5.1.2: the ACK follows placement). */
 		if (fl->failed || ff->succeeded != c->count) {
 			all_ok = false;
 		} else {
-			for (uint64_t k = 0; k < fl->len; k++) {
-				bool guard = k % fl->stride >= c->size;
-				uint8_t want = guard ? GUARD_BYTE : fl->src[k];
-
-				if (fl->dst[k] == want)
-					ff->bytes_verified++;
-				else
-					ff->bytes_bad++;
-			}
+			mr_sim_verify_strided(fl->dst, fl->src, fl->len, fl->stride, c->size,
+					      GUARD_BYTE, &ff->bytes_verified, &ff->bytes_bad);
 		}
 		if (ff->bytes_bad != 0)
 			all_ok = false;
 		r->bytes_verified += ff->bytes_verified;
 		r->bytes_bad += ff->bytes_bad;
-		ff->elapsed_ns = fl->last_done > x->start ? fl->last_done - x->start : 0;
-		if (ff->elapsed_ns > 0 && ff->bytes_bad == 0 && ff->succeeded == c->count)
-			ff->goodput_gbps = (double)c->size * c->count * 8.0 / ff->elapsed_ns;
+		ff->elapsed_ns = fl->msgs.last_done > x->start ? fl->msgs.last_done - x->start : 0;
+		if (ff->bytes_bad == 0 && ff->succeeded == c->count)
+			ff->goodput_gbps = mr_sim_goodput_gbps(c->size * c->count, ff->elapsed_ns);
 		sum += ff->goodput_gbps;
 		sum2 += ff->goodput_gbps * ff->goodput_gbps;
-		if (fl->last_done > last)
-			last = fl->last_done;
-		for (uint32_t m = 0; m < c->count && lat != NULL; m++)
-			if (fl->t_done[m] != 0)
-				lat[nlat++] = fl->t_done[m] - fl->t_post[m];
+		if (fl->msgs.last_done > last)
+			last = fl->msgs.last_done;
+		if (lat != NULL)
+			nlat += mr_sim_msgs_latencies(&fl->msgs, lat + nlat);
 	}
 	r->verified = all_ok;
 	r->jain = sum2 > 0 ? sum * sum / (c->n_flows * sum2) : 0;
 	r->elapsed_ns = last - x->start;
-	if (all_ok && r->elapsed_ns > 0)
-		r->goodput_gbps = (double)c->size * c->count * c->n_flows * 8.0 / r->elapsed_ns;
-	if (nlat > 0) {
-		qsort(lat, nlat, sizeof(*lat), cmp_u64);
-		r->lat_p50_ns = lat[(nlat - 1) / 2];
-		r->lat_p99_ns = lat[(nlat - 1) * 99 / 100];
-		r->lat_max_ns = lat[nlat - 1];
-	}
+	if (all_ok)
+		r->goodput_gbps = mr_sim_goodput_gbps(c->size * c->count * c->n_flows,
+						      r->elapsed_ns);
+	if (lat != NULL)
+		mr_sim_lat_percentiles(lat, nlat, &r->lat_p50_ns, &r->lat_p99_ns, &r->lat_max_ns);
 	free(lat);
 	r->data_pkts = r->qa.tx_pkts;
 	for (unsigned int h = 0; h < c->fabric.n_hosts; h++) {
@@ -309,8 +263,7 @@ static void teardown(struct fx *x)
 			mr_cq_destroy(fl->cqb);
 		free(fl->src);
 		free(fl->dst);
-		free(fl->t_post);
-		free(fl->t_done);
+		mr_sim_msgs_free(&fl->msgs);
 	}
 	for (unsigned int h = 0; h < MR_SIM_FABRIC_MAX_HOSTS; h++)
 		if (x->pd[h])

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sim/sim_rng.h"
+#include "sim/sim_verify.h"
 #include "sim/sim_xfer.h"
 
 #define GUARD MR_SIM_XFER_GUARD
@@ -33,9 +34,7 @@ struct xfer {
 	uint64_t stride, buflen;
 	uint32_t rq_max;
 	uint64_t start;
-	uint64_t last_done;
-	uint64_t *t_post, *t_done;
-	uint8_t *done;
+	struct mr_sim_msgs msgs; /* post and completion times per message */
 	uint32_t posted;
 	bool failed;   /* a send-side WR failed: stop posting */
 	bool stop;
@@ -108,17 +107,6 @@ void mr_sim_xfer_cfg_init(struct mr_sim_xfer_cfg *cfg)
 	cfg->max_ns = 10ull * 1000000000ull;
 }
 
-static void fill_pattern(uint8_t *p, uint64_t len, uint64_t seed)
-{
-	uint64_t st = seed, v = 0;
-
-	for (uint64_t i = 0; i < len; i++) {
-		if (i % 8 == 0)
-			v = mr_sim_splitmix64(&st);
-		p[i] = (uint8_t)(v >> (8 * (i % 8)));
-	}
-}
-
 /* Per-message atomic operands, derived from the seed. */
 static uint64_t atom_orig(const struct xfer *x, uint32_t i)
 {
@@ -156,10 +144,7 @@ static int setup_buffers(struct xfer *x)
 	x->bufa = aligned_alloc(64, (x->buflen + 63) / 64 * 64);
 	x->bufb = aligned_alloc(64, (x->buflen + 63) / 64 * 64);
 	x->expect = malloc(x->buflen);
-	x->t_post = calloc(c->count, sizeof(uint64_t));
-	x->t_done = calloc(c->count, sizeof(uint64_t));
-	x->done = calloc(c->count, 1);
-	if (!x->bufa || !x->bufb || !x->expect || !x->t_post || !x->t_done || !x->done)
+	if (mr_sim_msgs_init(&x->msgs, c->count) < 0 || !x->bufa || !x->bufb || !x->expect)
 		return -ENOMEM;
 
 	if (is_atomic(c->op)) {
@@ -179,7 +164,7 @@ static int setup_buffers(struct xfer *x)
 	/* READ moves b -> a; everything else a -> b. */
 	src = c->op == MR_WR_RDMA_READ ? x->bufb : x->bufa;
 	dst = c->op == MR_WR_RDMA_READ ? x->bufa : x->bufb;
-	fill_pattern(src, x->buflen, c->seed);
+	mr_sim_fill_pattern(src, x->buflen, c->seed);
 	memset(dst, GUARD_BYTE, x->buflen);
 	memset(x->expect, GUARD_BYTE, x->buflen);
 	for (uint32_t i = 0; i < c->count; i++)
@@ -219,7 +204,7 @@ static int post_one(struct xfer *x, struct xqp *q, uint32_t i)
 	rc = mr_post_send(q->qa, &wr);
 	if (rc < 0)
 		return rc;
-	x->t_post[i] = mr_sim_now(x->sim);
+	x->msgs.t_post[i] = mr_sim_now(x->sim);
 	q->outstanding++;
 	x->posted++;
 	return 0;
@@ -270,14 +255,11 @@ static void poll_send(struct xfer *x)
 			uint64_t i = wc[k].wr_id;
 			struct xqp *q;
 
-			if (i >= c->count || x->done[i]) {
-				r->wc_bad++; /* unknown or repeated completion */
+			if (!mr_sim_msgs_complete(&x->msgs, i, mr_sim_now(x->sim))) {
+				r->wc_bad++;
 				continue;
 			}
 			q = &x->qp[i % c->nqp];
-			x->done[i] = 1;
-			x->t_done[i] = mr_sim_now(x->sim);
-			x->last_done = x->t_done[i];
 			q->outstanding--;
 			r->completed++;
 			if ((unsigned int)wc[k].status < 32)
@@ -400,52 +382,21 @@ static void verify(struct xfer *x)
 		}
 		return;
 	}
+	/* expect holds the source bytes and the guard bytes: check it against the region. */
 	dst = c->op == MR_WR_RDMA_READ ? x->bufa : x->bufb;
-	for (uint64_t k = 0; k < x->buflen; k++) {
-		if (dst[k] == x->expect[k])
-			r->bytes_verified++;
-		else
-			r->bytes_bad++;
-	}
-}
-
-static void add_stats(struct mr_qp_stats *sum, const struct mr_qp_stats *s)
-{
-	/* Every field is a uint64_t counter. */
-	_Static_assert(sizeof(*s) % sizeof(uint64_t) == 0, "mr_qp_stats is all u64");
-	uint64_t a[sizeof(*s) / 8], b[sizeof(*s) / 8];
-
-	memcpy(a, sum, sizeof(a));
-	memcpy(b, s, sizeof(b));
-	for (size_t k = 0; k < sizeof(a) / 8; k++)
-		a[k] += b[k];
-	memcpy(sum, a, sizeof(a));
-}
-
-static int cmp_u64(const void *p, const void *q)
-{
-	uint64_t a = *(const uint64_t *)p, b = *(const uint64_t *)q;
-
-	return a < b ? -1 : a > b;
+	mr_sim_verify_strided(dst, x->expect, x->buflen, x->stride, c->size, GUARD_BYTE,
+			      &r->bytes_verified, &r->bytes_bad);
 }
 
 static void latency(struct xfer *x)
 {
 	const struct mr_sim_xfer_cfg *c = x->cfg;
 	uint64_t *lat = malloc((c->count ? c->count : 1) * sizeof(*lat));
-	uint32_t n = 0;
 
 	if (lat == NULL)
 		return;
-	for (uint32_t i = 0; i < c->count; i++)
-		if (x->done[i])
-			lat[n++] = x->t_done[i] - x->t_post[i];
-	if (n > 0) {
-		qsort(lat, n, sizeof(*lat), cmp_u64);
-		x->res->lat_p50_ns = lat[(n - 1) / 2];
-		x->res->lat_p99_ns = lat[(uint64_t)(n - 1) * 99 / 100];
-		x->res->lat_max_ns = lat[n - 1];
-	}
+	mr_sim_lat_percentiles(lat, mr_sim_msgs_latencies(&x->msgs, lat), &x->res->lat_p50_ns,
+			       &x->res->lat_p99_ns, &x->res->lat_max_ns);
 	free(lat);
 }
 
@@ -570,9 +521,7 @@ static void teardown(struct xfer *x)
 	free(x->bufa);
 	free(x->bufb);
 	free(x->expect);
-	free(x->t_post);
-	free(x->t_done);
-	free(x->done);
+	mr_sim_msgs_free(&x->msgs);
 }
 
 static void collect(struct xfer *x)
@@ -583,9 +532,9 @@ static void collect(struct xfer *x)
 		struct mr_qp_stats s;
 
 		if (mr_qp_get_stats(x->qp[i].qa, &s) == 0)
-			add_stats(&r->qa, &s);
+			mr_sim_qp_stats_add(&r->qa, &s);
 		if (mr_qp_get_stats(x->qp[i].qb, &s) == 0)
-			add_stats(&r->qb, &s);
+			mr_sim_qp_stats_add(&r->qb, &s);
 	}
 	r->final_state_a = mr_qp_state(x->qp[0].qa);
 	mr_sim_node_get_stats(x->a, &r->node_a);
@@ -618,7 +567,7 @@ int mr_sim_xfer_run(const struct mr_sim_xfer_cfg *cfg, struct mr_sim_xfer_result
 	rc = mr_sim_run(x.sim, xfer_pred, &x, cfg->max_ns, NULL);
 	if (res->rc == 0)
 		res->rc = rc;
-	res->elapsed_ns = x.last_done > x.start ? x.last_done - x.start : 0;
+	res->elapsed_ns = x.msgs.last_done > x.start ? x.msgs.last_done - x.start : 0;
 	collect(&x);
 	if (res->rc == 0 && !x.failed)
 		verify(&x);
@@ -626,7 +575,7 @@ int mr_sim_xfer_run(const struct mr_sim_xfer_cfg *cfg, struct mr_sim_xfer_result
 	if (res->elapsed_ns > 0 && !x.failed && res->bytes_bad == 0) {
 		uint64_t payload = is_atomic(cfg->op) ? 8ull * cfg->count : cfg->size * cfg->count;
 
-		res->goodput_gbps = (double)payload * 8.0 / (double)res->elapsed_ns;
+		res->goodput_gbps = mr_sim_goodput_gbps(payload, res->elapsed_ns);
 	}
 	teardown(&x);
 	return res->rc;
