@@ -135,7 +135,10 @@ static struct mrc_buf *buf_find(struct mrc_session *s, const void *addr, size_t 
 		if (o->type != MRC_OBJ_BUF)
 			continue;
 		base = (uintptr_t)b->addr;
-		if (a >= base && a - base <= b->len && len <= b->len - (a - base)) {
+		/* Strictly inside (or, for an empty range, at the start): the address one past a
+		 * buffer's end is usually the next buffer's start. */
+		if (a >= base && (a - base < b->len || (len == 0 && a == base)) &&
+		    len <= b->len - (a - base)) {
 			found = b;
 			break;
 		}

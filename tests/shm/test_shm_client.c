@@ -243,6 +243,31 @@ static void test_mem_mr(void **state)
 	assert_int_equal(mrc_dereg_mr(mr), 0);
 	assert_int_equal(mrc_free_buf(s, buf), 0);
 	assert_int_equal(mrc_dealloc_pd(pd), 0);
+
+	/* Many same-size buffers: consecutive mappings abut (the kernel places each new mapping
+	 * right below the previous one), so one buffer's end address is the next one's start.
+	 * Freeing in allocation order must find each buffer by its start. Run in a child: in this
+	 * process the harness's server maps the same memfds in between and breaks the adjacency. */
+	{
+		pid_t pid = fork();
+		int status;
+
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			struct mrc_session *cs = mrc_open(h->path);
+			uint8_t *many[8];
+			int bad = cs == NULL;
+
+			for (int i = 0; i < 8 && !bad; i++)
+				bad = (many[i] = mrc_alloc_buf(cs, 65536)) == NULL;
+			for (int i = 0; i < 8 && !bad; i++)
+				bad = mrc_free_buf(cs, many[i]) != 0;
+			_exit(bad);
+		}
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
 	fake_lock(&h->fb);
 	assert_int_equal(h->fb.live_mr, 0);
 	assert_int_equal(h->fb.live_pd, 0);
