@@ -175,6 +175,21 @@ unsigned int mr_backend_qp_stats_sum(const struct mr_backend *be, struct mr_qp_s
 	return n;
 }
 
+unsigned int mr_backend_qp_foreach(const struct mr_backend *be,
+				   void (*fn)(void *arg, const struct mr_qp *qp), void *arg)
+{
+	const struct be_qp *q;
+	unsigned int n = 0;
+
+	if (be == NULL || fn == NULL)
+		return 0;
+	for (q = be->qps; q != NULL; q = q->next) {
+		fn(arg, q->qp);
+		n++;
+	}
+	return n;
+}
+
 /* ---- ops ---- */
 
 static int b_query_port(void *bep, struct mrc_port_attr *a)

@@ -30,6 +30,8 @@ void mr_config_defaults(struct mr_daemon_config *cfg)
 	cfg->max_sessions = 64;
 	snprintf(cfg->socket_path, sizeof(cfg->socket_path), "/run/metaroce/metaroced.sock");
 	cfg->pcap_max_bytes = 256ull << 20;
+	mr_impair_cfg_init(&cfg->impair[MR_IMPAIR_RX]);
+	mr_impair_cfg_init(&cfg->impair[MR_IMPAIR_TX]);
 }
 
 uint32_t mr_config_ib_mtu(uint32_t eth_mtu)
@@ -206,6 +208,13 @@ static int set_key(struct parse_state *ps, struct mr_daemon_config *cfg, const c
 		return get_str(ps, key, v, cfg->socket_path, sizeof(cfg->socket_path));
 	if (!strcmp(s, "pcap") && !strcmp(key, "file"))
 		return get_str(ps, key, v, cfg->pcap_path, sizeof(cfg->pcap_path));
+	if (!strcmp(s, "impair") && (!strcmp(key, "rx") || !strcmp(key, "tx"))) {
+		char origin[128];
+
+		snprintf(origin, sizeof(origin), "%s:%u: impair.%s", ps->name, ps->line, key);
+		return mr_config_set_impair(cfg, key[0] == 'r' ? MR_IMPAIR_RX : MR_IMPAIR_TX, v,
+					    origin, ps->err, ps->errlen);
+	}
 	return fail(ps, key, "unknown field");
 }
 
@@ -225,7 +234,8 @@ static int parse_line(struct parse_state *ps, struct mr_daemon_config *cfg, char
 {
 	char *hash = strchr(line, '#');
 	char *p, *eq, *key, *val;
-	static const char *const sections[] = {"port", "roce", "engine", "limits", "shm", "pcap"};
+	static const char *const sections[] = {"port", "roce", "engine", "limits", "shm", "pcap",
+					       "impair"};
 
 	if (hash)
 		*hash = '\0';
@@ -243,7 +253,7 @@ static int parse_line(struct parse_state *ps, struct mr_daemon_config *cfg, char
 				return 0;
 			}
 		}
-		return fail(ps, NULL, "unknown section [%s] (expected port, roce, engine, limits, shm or pcap)",
+		return fail(ps, NULL, "unknown section [%s] (expected port, roce, engine, limits, shm, pcap or impair)",
 			    p + 1);
 	}
 	eq = strchr(p, '=');
@@ -346,6 +356,38 @@ int mr_config_load(struct mr_daemon_config *cfg, const char *path, char *err, si
 	return rc;
 }
 
+int mr_config_set_impair(struct mr_daemon_config *cfg, enum mr_impair_dir dir, const char *spec,
+			 const char *origin, char *err, size_t errlen)
+{
+	struct mr_impair_cfg ic;
+	char msg[256];
+
+	if (cfg == NULL || spec == NULL || origin == NULL ||
+	    (dir != MR_IMPAIR_RX && dir != MR_IMPAIR_TX))
+		return -EINVAL;
+	if (strlen(spec) >= sizeof(cfg->impair_spec[dir])) {
+		snprintf(err, errlen, "%s: spec longer than %zu characters", origin,
+			 sizeof(cfg->impair_spec[dir]) - 1);
+		return -EINVAL;
+	}
+	if (spec[0] == '\0' || !strcmp(spec, "off")) {
+		cfg->impair_en[dir] = false;
+		cfg->impair_spec[dir][0] = '\0';
+		mr_impair_cfg_init(&cfg->impair[dir]);
+		return 0;
+	}
+	mr_impair_cfg_init(&ic);
+	if (mr_impair_cfg_parse(&ic, spec, msg, sizeof(msg)) < 0 ||
+	    mr_impair_cfg_validate(&ic, msg, sizeof(msg)) < 0) {
+		snprintf(err, errlen, "%s: %s", origin, msg);
+		return -EINVAL;
+	}
+	cfg->impair[dir] = ic;
+	cfg->impair_en[dir] = true;
+	snprintf(cfg->impair_spec[dir], sizeof(cfg->impair_spec[dir]), "%s", spec);
+	return 0;
+}
+
 void mr_config_print(const struct mr_daemon_config *cfg, FILE *f)
 {
 	char a4[INET_ADDRSTRLEN] = "-", a6[INET6_ADDRSTRLEN] = "-";
@@ -359,4 +401,7 @@ void mr_config_print(const struct mr_daemon_config *cfg, FILE *f)
 		cfg->ecn ? "on" : "off");
 	fprintf(f, "lcores %u idle_sleep_us %u max_qp %u max_mr %u socket %s\n", cfg->n_lcores,
 		cfg->idle_sleep_us, cfg->max_qp, cfg->max_mr, cfg->socket_path);
+	fprintf(f, "impair rx %s tx %s\n",
+		cfg->impair_en[MR_IMPAIR_RX] ? cfg->impair_spec[MR_IMPAIR_RX] : "off",
+		cfg->impair_en[MR_IMPAIR_TX] ? cfg->impair_spec[MR_IMPAIR_TX] : "off");
 }

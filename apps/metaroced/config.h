@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "impair/impair.h"
+
 #define MR_CFG_MAX_LCORES 16
 #define MR_CFG_STR 256
 
@@ -45,6 +47,10 @@ struct mr_daemon_config {
 	/* [pcap] */
 	char pcap_path[MR_CFG_STR];
 	uint64_t pcap_max_bytes;
+	/* [impair] (drivers/impair/impair.h spec strings; testing only: loss, reorder, ECN ...) */
+	bool impair_en[MR_IMPAIR_NR_DIRS];
+	char impair_spec[MR_IMPAIR_NR_DIRS][MR_CFG_STR];
+	struct mr_impair_cfg impair[MR_IMPAIR_NR_DIRS];
 };
 
 /* Fill defaults (a valid config except for the address, which must be set). */
@@ -57,6 +63,12 @@ int mr_config_parse(struct mr_daemon_config *cfg, const char *name, const char *
 int mr_config_load(struct mr_daemon_config *cfg, const char *path, char *err, size_t errlen);
 /* Derived IB path MTU for an Ethernet MTU: IP+UDP+BTH+ext+ICRC must fit (A17.4.1). */
 uint32_t mr_config_ib_mtu(uint32_t eth_mtu);
+/* Set the impairment of one direction from an mr_impair_cfg_parse spec ("loss=0.01,seed=7"),
+ * parsed on top of the defaults and range-checked; an empty spec or "off" disables it. origin
+ * names where the spec came from in messages ("metaroced.conf:14: impair.rx" or "--impair-rx"):
+ * "ORIGIN: loss: 2 is outside [0, 1]". Returns 0 or -EINVAL (cfg unchanged). */
+int mr_config_set_impair(struct mr_daemon_config *cfg, enum mr_impair_dir dir, const char *spec,
+			 const char *origin, char *err, size_t errlen);
 void mr_config_print(const struct mr_daemon_config *cfg, FILE *f);
 
 #endif

@@ -21,6 +21,7 @@ struct mr_backend;
 struct mr_shm_server;
 struct mr_neigh;
 struct mr_pcap_writer;
+struct mr_impair;
 
 /* Frames built while the peer's MAC is unknown wait here (the QP's output is held, not dropped,
  * until ARP/ND answers or gives up). */
@@ -51,6 +52,11 @@ struct mr_engine_stats {
 	uint64_t held, held_sent;
 	uint64_t held_dropped;      /* peer unreachable, or the hold queue was full */
 	uint64_t timer_runs;
+	/* impairment glue (the stage's own counters are in struct mr_impair_stats) */
+	uint64_t imp_rx_late;       /* delayed/duplicated received frames handed on later */
+	uint64_t imp_tx_late;       /* delayed/duplicated frames sent later */
+	uint64_t imp_tx_nombuf;     /* a late frame found no mbuf: lost, RC recovers it */
+	uint64_t imp_errors;        /* mr_impair_process refused a frame (length): passed as is */
 };
 
 struct mr_daemon {
@@ -84,6 +90,11 @@ struct mr_daemon {
 	uint64_t lk_until;
 
 	uint8_t *scratch;           /* max_frame bytes: rx copies of chained mbufs, loopback */
+	/* Impairment (testing): one stage per direction, each with its own spec and seed; NULL
+	 * when off, so the normal path costs one branch. */
+	struct mr_impair *imp[2];   /* indexed by enum mr_impair_dir */
+	uint8_t *imp_buf;           /* MR_IMPAIR_FRAME_MAX bytes: late frames copied out */
+	const char *stats_json;     /* --stats-json FILE, or NULL */
 	struct mr_engine_stats st;
 };
 
@@ -111,7 +122,28 @@ unsigned int mr_engine_neigh_poll(struct mr_daemon *d, uint64_t now);
 void mr_engine_pcap(struct mr_daemon *d, const uint8_t *frame, uint32_t len);
 /* Free held mbufs (shutdown). */
 void mr_engine_free_held(struct mr_daemon *d);
+/* engine_impair.c: the impairment stage on the engine path. */
+/* Create the stages the config enables. 0 or negative errno. */
+int mr_engine_impair_setup(struct mr_daemon *d);
+void mr_engine_impair_teardown(struct mr_daemon *d);
+/* A received frame (writable: corruption and CE marks are applied in place): through the rx
+ * stage, then mr_engine_rx_frame now, later (mr_engine_impair_poll) or never. */
+void mr_engine_rx_impaired(struct mr_daemon *d, uint8_t *frame, uint32_t len, uint64_t now);
+/* A built frame about to be sent: true if it may go now; false if the tx stage dropped it or
+ * kept a copy to send later (the caller frees the mbuf either way). */
+bool mr_engine_tx_impair(struct mr_daemon *d, struct rte_mbuf *m, uint64_t now);
+/* Hand on delayed frames that are due (both directions). Returns the number handled. */
+unsigned int mr_engine_impair_poll(struct mr_daemon *d, uint64_t now);
+/* Earliest due time of a delayed frame, or UINT64_MAX (the idle back-off wakes for it). */
+uint64_t mr_engine_impair_next_due(const struct mr_daemon *d);
+/* Send a frame that already went through the tx stage (copy into a fresh mbuf). */
+int mr_engine_tx_raw(struct mr_daemon *d, const uint8_t *frame, uint32_t len);
+
 /* stats.c: one block of "metaroced stats:" lines (final: the exit line). */
 void mr_stats_print(struct mr_daemon *d, FILE *f, bool final);
+/* stats_json.c: the same counters (and per-QP ones) as one JSON document written to path
+ * atomically (path.tmp, then rename), for scripts (like `rdma stat` / `ethtool -S`).
+ * 0 or negative errno. */
+int mr_stats_json_write(struct mr_daemon *d, const char *path, bool final);
 
 #endif

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
  * metaroced engine loop (one lcore, run to completion, l2fwd style): rx burst -> neighbour /
- * transport; shm data path every iteration, shm control path every ctl_every iterations;
- * transport timers; transport output -> tx; flush; idle back-off.
+ * (impairment) -> transport; shm data path every iteration, shm control path every ctl_every
+ * iterations; transport timers; delayed (impaired) frames; transport output -> tx; flush; idle
+ * back-off bounded by the next delayed frame.
  */
 #include <time.h>
 
@@ -30,10 +31,16 @@ static unsigned int rx_burst(struct mr_daemon *d, uint64_t now)
 		uint32_t len;
 		const uint8_t *f = mr_dpdk_mbuf_frame(bufs[i], d->scratch, d->max_frame, &len);
 
-		if (f != NULL)
-			mr_engine_rx_frame(d, f, len, now);
-		else
+		if (f == NULL) {
 			d->st.rx_too_long++;
+		} else {
+			/* The capture shows what arrived on the wire, before the rx impairment. */
+			mr_engine_pcap(d, f, len);
+			/* Writable view of the same bytes (mbuf data or our scratch copy): the rx
+			 * impairment marks CE or flips bits in place. */
+			mr_engine_rx_impaired(d, f == d->scratch ? d->scratch :
+					      rte_pktmbuf_mtod(bufs[i], uint8_t *), len, now);
+		}
 		rte_pktmbuf_free(bufs[i]);
 	}
 	return n;
@@ -44,6 +51,30 @@ static void idle_sleep(uint32_t us)
 	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
 
 	nanosleep(&ts, NULL);
+}
+
+/* The idle back-off never sleeps past the next delayed (impaired) frame's due time. */
+static uint32_t idle_sleep_us(const struct mr_daemon *d)
+{
+	uint64_t due = mr_engine_impair_next_due(d), now;
+
+	if (due == UINT64_MAX)
+		return d->idle_sleep_us;
+	now = mr_now_ns();
+	if (due <= now)
+		return 0;
+	if (due - now >= (uint64_t)d->idle_sleep_us * 1000)
+		return d->idle_sleep_us;
+	return (uint32_t)((due - now + 999) / 1000);
+}
+
+static void dump_stats(struct mr_daemon *d)
+{
+	int rc;
+
+	mr_stats_print(d, stdout, false);
+	if (d->stats_json != NULL && (rc = mr_stats_json_write(d, d->stats_json, false)) < 0)
+		fprintf(stderr, "metaroced: stats json %s: error %d\n", d->stats_json, rc);
 }
 
 int mr_engine_run(struct mr_daemon *d)
@@ -73,6 +104,8 @@ int mr_engine_run(struct mr_daemon *d)
 			work++;
 		}
 		work += mr_engine_neigh_poll(d, now);
+		if (d->imp_buf != NULL)
+			work += mr_engine_impair_poll(d, now);
 		work += mr_engine_tx_transport(d, now, MR_TX_BUDGET);
 		if (d->tx_pending) {
 			mr_dpdk_port_tx_flush(d->port, 0);
@@ -86,7 +119,7 @@ int mr_engine_run(struct mr_daemon *d)
 		}
 		if (*d->dump) {
 			*d->dump = 0;
-			mr_stats_print(d, stdout, false);
+			dump_stats(d);
 		}
 		if (now >= next_stats) {
 			mr_stats_print(d, stdout, false);
@@ -97,8 +130,12 @@ int mr_engine_run(struct mr_daemon *d)
 		} else if (idle < MR_IDLE_SPINS) {
 			idle++;
 		} else if (d->idle_sleep_us > 0) {
-			d->st.idle_sleeps++;
-			idle_sleep(d->idle_sleep_us);
+			uint32_t us = idle_sleep_us(d);
+
+			if (us > 0) {
+				d->st.idle_sleeps++;
+				idle_sleep(us);
+			}
 		}
 	}
 	return 0;

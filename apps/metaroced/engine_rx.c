@@ -35,7 +35,6 @@ void mr_engine_rx_frame(struct mr_daemon *d, const uint8_t *frame, uint32_t len,
 
 	d->st.rx_frames++;
 	d->st.rx_bytes += len;
-	mr_engine_pcap(d, frame, len);
 	if (len < 14) {
 		d->st.parse_drop[MR_PARSE_TRUNCATED]++;
 		return;

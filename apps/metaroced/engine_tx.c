@@ -13,6 +13,7 @@
 #include "backend.h"
 #include "dpdk/dpdk_port.h"
 #include "dpdk/neigh.h"
+#include "impair/impair.h"
 #include "pcap_file.h"
 #include "transport/rc.h"
 
@@ -33,10 +34,16 @@ void mr_engine_pcap(struct mr_daemon *d, const uint8_t *frame, uint32_t len)
 				   (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
 }
 
-static void send_mbuf(struct mr_daemon *d, struct rte_mbuf *m)
+static void send_mbuf(struct mr_daemon *d, struct rte_mbuf *m, uint64_t now)
 {
 	uint32_t len = rte_pktmbuf_pkt_len(m);
 
+	/* The tx impairment sees the frame as built; dropped or delayed ones never reach the
+	 * capture or the port now (delayed ones go out from mr_engine_impair_poll()). */
+	if (d->imp[MR_IMPAIR_TX] != NULL && !mr_engine_tx_impair(d, m, now)) {
+		rte_pktmbuf_free(m);
+		return;
+	}
 	mr_engine_pcap(d, rte_pktmbuf_mtod(m, const uint8_t *), len);
 	if (mr_dpdk_port_tx(d->port, 0, m) < 0) {
 		rte_pktmbuf_free(m);
@@ -57,7 +64,7 @@ int mr_engine_tx_copy(struct mr_daemon *d, const uint8_t *frame, uint32_t len)
 		return -ENOBUFS;
 	}
 	d->st.tx_neigh++;
-	send_mbuf(d, m);
+	send_mbuf(d, m, d->imp[MR_IMPAIR_TX] != NULL ? mr_now_ns() : 0);
 	return 0;
 }
 
@@ -127,7 +134,7 @@ unsigned int mr_engine_release_held(struct mr_daemon *d, uint64_t now)
 
 		if (rc == 0) {
 			memcpy(rte_pktmbuf_mtod(h.m, uint8_t *), mac, 6);
-			send_mbuf(d, h.m);
+			send_mbuf(d, h.m, now);
 			d->st.held_sent++;
 			sent++;
 		} else if (rc == -EAGAIN) {
@@ -217,7 +224,7 @@ unsigned int mr_engine_tx_transport(struct mr_daemon *d, uint64_t now, unsigned 
 		m->data_len = (uint16_t)len;
 		m->pkt_len = (uint32_t)len;
 		if (rc == 0) {
-			send_mbuf(d, m);
+			send_mbuf(d, m, now);
 		} else if (rc == -EAGAIN && d->nheld < MR_HELD_MAX) {
 			memcpy(d->held[d->nheld].gid, path.dgid, 16);
 			d->held[d->nheld++].m = m;

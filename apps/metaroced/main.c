@@ -3,7 +3,8 @@
  * transport, ARP/ND for its own addresses, and the shared-memory server apps connect to.
  *
  *   metaroced -c FILE [--pcap FILE] [--pcap-max-bytes N] [--idle-sleep-us N] [--socket PATH]
- *             [--stats-every SEC] [-v...] [-- EAL args...]
+ *             [--stats-every SEC] [--stats-json FILE] [--impair-rx SPEC] [--impair-tx SPEC]
+ *             [-v...] [-- EAL args...]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -50,10 +51,15 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: metaroced -c FILE [--pcap FILE] [--pcap-max-bytes N] "
-		"[--idle-sleep-us N] [--socket PATH] [--stats-every SEC] [-v] [-- EAL args...]\n"
+		"[--idle-sleep-us N] [--socket PATH] [--stats-every SEC] [--stats-json FILE]\n"
+		"                 [--impair-rx SPEC] [--impair-tx SPEC] [-v] [-- EAL args...]\n"
+		"  --impair-rx/--impair-tx: impair received/sent frames (testing), SPEC as\n"
+		"  \"loss=0.01,burst=4,reorder=0.02:20us,dup=0.001,corrupt=1e-4,delay=10us,jitter=2us,\n"
+		"  ecn=rate:10g,k:64k,seed=7\" (overrides [impair] rx/tx; seeded, reproducible).\n"
+		"  --stats-json FILE: write the counters as JSON on SIGUSR1 and at exit.\n"
 		"  EAL always gets --no-pci --no-telemetry --in-memory (--no-shconf with --no-huge)\n"
 		"  --file-prefix=mr<pid> --log-level=lib.eal:error, then [port] eal_args, then yours.\n"
-		"  SIGUSR1 prints statistics; SIGINT/SIGTERM stop cleanly.\n");
+		"  SIGUSR1 prints statistics (and writes --stats-json); SIGINT/SIGTERM stop cleanly.\n");
 }
 
 struct eal_argv {
@@ -272,6 +278,15 @@ static int setup(struct mr_daemon *d)
 		return -errno;
 	}
 
+	if (mr_engine_impair_setup(d) < 0) {
+		mr_log(MR_LOG_ERR, "impairment: %s", strerror(errno));
+		return -ENOMEM;
+	}
+	if (d->imp[MR_IMPAIR_RX] != NULL || d->imp[MR_IMPAIR_TX] != NULL)
+		mr_log(MR_LOG_WARN, "impairment on: rx %s, tx %s",
+		       d->imp[MR_IMPAIR_RX] != NULL ? c->impair_spec[MR_IMPAIR_RX] : "off",
+		       d->imp[MR_IMPAIR_TX] != NULL ? c->impair_spec[MR_IMPAIR_TX] : "off");
+
 	/* RFC 5227 3: announce our address so that peers' caches learn our MAC at once. */
 	len = c->has_ipv4 ? mr_neigh_gratuitous_arp(d->neigh, d->scratch, d->max_frame) :
 			    mr_neigh_unsolicited_na(d->neigh, d->scratch, d->max_frame);
@@ -288,6 +303,7 @@ static int setup(struct mr_daemon *d)
 
 static void teardown(struct mr_daemon *d)
 {
+	mr_engine_impair_teardown(d);
 	/* Server first: it reclaims every session (QPs to ERR, then destroyed) through the
 	 * backend while the transport still exists, and unlinks the socket file. */
 	if (d->srv != NULL)
@@ -316,16 +332,20 @@ int main(int argc, char **argv)
 		{"idle-sleep-us", required_argument, NULL, 'i'},
 		{"socket", required_argument, NULL, 's'},
 		{"stats-every", required_argument, NULL, 'S'},
+		{"stats-json", required_argument, NULL, 'J'},
+		{"impair-rx", required_argument, NULL, 'R'},
+		{"impair-tx", required_argument, NULL, 'T'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	static struct mr_daemon d;
 	static struct eal_argv eal;
-	const char *cfg_path = NULL, *pcap_path = NULL, *sock = NULL;
+	const char *cfg_path = NULL, *pcap_path = NULL, *sock = NULL, *stats_json = NULL;
+	const char *impair_spec[MR_IMPAIR_NR_DIRS] = {NULL, NULL};
 	int64_t idle_us = -1, pcap_max = -1;
 	uint64_t v, stats_every = 0;
-	int verbose = 0, opt, rc, nextra = 0, ret;
+	int verbose = 0, opt, rc, nextra = 0, ret, i;
 	char err[512], **extra = NULL;
 	struct sigaction sa;
 
@@ -354,6 +374,15 @@ int main(int argc, char **argv)
 			if (parse_u64(optarg, 86400, &v) < 0)
 				goto bad_value;
 			stats_every = v;
+			break;
+		case 'J':
+			stats_json = optarg;
+			break;
+		case 'R':
+			impair_spec[MR_IMPAIR_RX] = optarg;
+			break;
+		case 'T':
+			impair_spec[MR_IMPAIR_TX] = optarg;
 			break;
 		case 'v':
 			verbose++;
@@ -385,6 +414,16 @@ bad_value:
 		fprintf(stderr, "metaroced: %s\n", err);
 		return 2;
 	}
+	/* The command line overrides the file's [impair] per direction. */
+	for (i = 0; i < MR_IMPAIR_NR_DIRS; i++) {
+		if (impair_spec[i] != NULL &&
+		    mr_config_set_impair(&d.cfg, (enum mr_impair_dir)i, impair_spec[i],
+					 i == MR_IMPAIR_RX ? "--impair-rx" : "--impair-tx", err,
+					 sizeof(err)) < 0) {
+			fprintf(stderr, "metaroced: %s\n", err);
+			return 2;
+		}
+	}
 	if (!d.cfg.has_ipv4 && !d.cfg.has_ipv6) {
 		fprintf(stderr, "metaroced: %s: [port] needs ipv4 or ipv6\n", cfg_path);
 		return 2;
@@ -395,6 +434,7 @@ bad_value:
 	d.stats_every_ns = stats_every * 1000000000ull;
 	d.stop = &g_stop;
 	d.dump = &g_dump;
+	d.stats_json = stats_json;
 	if (pcap_path == NULL && d.cfg.pcap_path[0] != '\0')
 		pcap_path = d.cfg.pcap_path;
 
@@ -403,8 +443,6 @@ bad_value:
 		return 2;
 	}
 	if (verbose) {
-		int i;
-
 		fprintf(stderr, "metaroced: EAL args:");
 		for (i = 0; i < eal.argc; i++)
 			fprintf(stderr, " %s", eal.argv[i]);
@@ -437,8 +475,13 @@ bad_value:
 		mr_engine_run(&d);
 		ret = 0;
 	}
-	if (d.port != NULL && d.srv != NULL)
+	if (d.port != NULL && d.srv != NULL) {
 		mr_stats_print(&d, stdout, true);
+		if (stats_json != NULL && (rc = mr_stats_json_write(&d, stats_json, true)) < 0) {
+			fprintf(stderr, "metaroced: stats json %s: %s\n", stats_json, strerror(-rc));
+			ret = 1;
+		}
+	}
 	teardown(&d);
 	rte_eal_cleanup();
 	return ret;

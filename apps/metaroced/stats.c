@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  * metaroced statistics: port counters, engine counters, per-QP transport counters summed, parse
- * drops by reason, neighbour and shm server counters. Printed on SIGUSR1, every --stats-every
+ * drops by reason, neighbour and shm server counters, impairment counters per direction. Printed on SIGUSR1, every --stats-every
  * seconds, and once at exit.
  */
 #include <inttypes.h>
@@ -10,6 +10,7 @@
 #include "backend.h"
 #include "dpdk/dpdk_port.h"
 #include "dpdk/neigh.h"
+#include "impair/impair.h"
 #include "pcap_file.h"
 #include "shm/shm_server.h"
 #include "transport/rc.h"
@@ -77,5 +78,23 @@ void mr_stats_print(struct mr_daemon *d, FILE *f, bool final)
 		ss.sessions_closed, ss.ctl_requests, ss.ctl_errors, ss.send_wrs, ss.recv_wrs,
 		ss.wr_rejected, ss.cqes, ss.ring_corrupt,
 		d->pcap != NULL ? mr_pcap_writer_dropped(d->pcap) : 0);
+	for (i = 0; i < MR_IMPAIR_NR_DIRS; i++) {
+		struct mr_impair_stats is;
+
+		if (d->imp[i] == NULL)
+			continue;
+		mr_impair_get_stats(d->imp[i], (enum mr_impair_dir)i, &is);
+		fprintf(f, "%s: impair_%s frames=%" PRIu64 " delivered=%" PRIu64
+			" dropped_random=%" PRIu64 " dropped_burst=%" PRIu64
+			" dropped_entropy=%" PRIu64 " dropped_qfull=%" PRIu64 " delayed=%" PRIu64
+			" reordered=%" PRIu64 " duplicated=%" PRIu64 " corrupted=%" PRIu64
+			" ce_marked=%" PRIu64 " late=%" PRIu64 " queued=%zu\n", tag,
+			i == MR_IMPAIR_RX ? "rx" : "tx", is.frames, is.delivered,
+			is.dropped[MR_IMPAIR_DROP_RANDOM], is.dropped[MR_IMPAIR_DROP_BURST],
+			is.dropped[MR_IMPAIR_DROP_ENTROPY], is.dropped[MR_IMPAIR_DROP_QFULL],
+			is.delayed, is.reordered, is.duplicated, is.corrupted, is.ce_marked,
+			i == MR_IMPAIR_RX ? e->imp_rx_late : e->imp_tx_late,
+			mr_impair_queued(d->imp[i], (enum mr_impair_dir)i));
+	}
 	fflush(f);
 }

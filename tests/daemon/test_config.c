@@ -88,6 +88,80 @@ static void test_errors_name_line_and_field(void **state)
 	}
 }
 
+/* [impair] rx/tx: mr_impair_cfg_parse specs, errors naming the line, the field and the spec's
+ * own field; CLI overrides through mr_config_set_impair name their option. */
+static void test_impair(void **state)
+{
+	struct mr_daemon_config cfg;
+	char err[512];
+	const char *text = "[port]\nipv4 = 198.18.0.1\n[impair]\n"
+			   "rx = loss=0.01,burst=4,seed=7\ntx = delay=10us,jitter=2us,dup=0.5\n";
+
+	(void)state;
+	mr_config_defaults(&cfg);
+	assert_false(cfg.impair_en[MR_IMPAIR_RX]);
+	assert_false(cfg.impair_en[MR_IMPAIR_TX]);
+	assert_int_equal(mr_config_parse(&cfg, "i.conf", text, err, sizeof(err)), 0);
+	assert_true(cfg.impair_en[MR_IMPAIR_RX]);
+	assert_true(cfg.impair_en[MR_IMPAIR_TX]);
+	assert_string_equal(cfg.impair_spec[MR_IMPAIR_RX], "loss=0.01,burst=4,seed=7");
+	assert_true(cfg.impair[MR_IMPAIR_RX].loss == 0.01);
+	assert_true(cfg.impair[MR_IMPAIR_RX].burst == 4.0);
+	assert_int_equal(cfg.impair[MR_IMPAIR_RX].seed, 7);
+	assert_true(cfg.impair[MR_IMPAIR_TX].loss == 0.0);
+	assert_int_equal(cfg.impair[MR_IMPAIR_TX].delay_ns, 10000);
+	assert_int_equal(cfg.impair[MR_IMPAIR_TX].jitter_ns, 2000);
+	assert_true(cfg.impair[MR_IMPAIR_TX].dup == 0.5);
+	assert_int_equal(cfg.impair[MR_IMPAIR_TX].seed, 1); /* the stage's default seed */
+
+	/* CLI override: replaces (not merges with) the file's spec; "off" disables. */
+	assert_int_equal(mr_config_set_impair(&cfg, MR_IMPAIR_RX, "reorder=0.1:20us", "--impair-rx",
+					      err, sizeof(err)), 0);
+	assert_true(cfg.impair[MR_IMPAIR_RX].loss == 0.0);
+	assert_true(cfg.impair[MR_IMPAIR_RX].reorder == 0.1);
+	assert_int_equal(cfg.impair[MR_IMPAIR_RX].reorder_ns, 20000);
+	assert_int_equal(mr_config_set_impair(&cfg, MR_IMPAIR_TX, "off", "--impair-tx", err,
+					      sizeof(err)), 0);
+	assert_false(cfg.impair_en[MR_IMPAIR_TX]);
+	/* A bad CLI spec names the option and the spec field, and leaves the config unchanged. */
+	assert_int_equal(mr_config_set_impair(&cfg, MR_IMPAIR_RX, "loss=2", "--impair-rx", err,
+					      sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "--impair-rx: loss:"));
+	assert_non_null(strstr(err, "2"));
+	assert_true(cfg.impair[MR_IMPAIR_RX].reorder == 0.1);
+	assert_int_equal(mr_config_set_impair(&cfg, (enum mr_impair_dir)5, "loss=0.1", "x", err,
+					      sizeof(err)), -EINVAL);
+	assert_int_equal(mr_config_set_impair(&cfg, MR_IMPAIR_RX, NULL, "x", err, sizeof(err)),
+			 -EINVAL);
+}
+
+static void test_impair_errors(void **state)
+{
+	static const struct bad_case cases[] = {
+		{"[port]\nipv4 = 198.18.0.1\n[impair]\nrx = loss=2\n", "b.conf:4: impair.rx: loss:"},
+		{"[port]\nipv4 = 198.18.0.1\n\n[impair]\n# c\ntx = delay=5parsecs\n",
+		 "b.conf:6: impair.tx: delay:"},
+		{"[port]\nipv4 = 198.18.0.1\n[impair]\ntx = bogus=1\n", "b.conf:4: impair.tx: "},
+		{"[port]\nipv4 = 198.18.0.1\n[impair]\nrx = loss=0.1\nrx = loss=0.2\n",
+		 "b.conf:5: impair.rx: set twice"},
+		{"[port]\nipv4 = 198.18.0.1\n[impair]\nboth = loss=0.1\n",
+		 "b.conf:4: impair.both: unknown field"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct mr_daemon_config cfg;
+		char err[512];
+
+		mr_config_defaults(&cfg);
+		assert_int_equal(mr_config_parse(&cfg, "b.conf", cases[i].text, err, sizeof(err)),
+				 -EINVAL);
+		if (!strstr(err, cases[i].expect))
+			fail_msg("case %zu: message '%s' lacks '%s'", i, err, cases[i].expect);
+		print_message("  %s\n", err);
+	}
+}
+
 static void test_missing_file(void **state)
 {
 	struct mr_daemon_config cfg;
@@ -106,6 +180,8 @@ int main(void)
 		cmocka_unit_test(test_values),
 		cmocka_unit_test(test_errors_name_line_and_field),
 		cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_impair),
+		cmocka_unit_test(test_impair_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
