@@ -14,12 +14,17 @@
  *    N*ai per RTT and a 32:1 incast overshoots otherwise);
  *    above it cwnd *= max(1 - beta (rtt - target)/rtt, 1 - max_mdf), beta 0.8, max_mdf 0.5.
  *  - Both decreases share one clock: at most one cut per srtt (the deeper of the two applies).
- *  - Loss (selective retransmit): one cut of max_mdf per srtt; timeout: halve.
+ *  - Loss (selective retransmit): a cut of max_mdf (once per srtt) only when clustered with
+ *    CE or delay within the last srtt; an isolated loss only penalises its path; timeout: halve.
+ *  - Target: + Swift flow scaling (3.5) for small windows (fs_range 10 us); a cut only on a
+ *    sample of a packet sent after the previous cut (no over-reaction to a draining queue);
+ *    faster additive increase (MTU/2 per RTT) while samples show no queue at all.
  *  - Per path: path_penalty[p] packs two EWMAs (gain 1/4 per ack on that path), CE fraction in
  *    the high 16 bits (Q16) and queueing delay (rtt - base_rtt, 64 ns units, saturating) in the
  *    low 16 bits, so "higher = avoid" orders paths by marks first, then by delay. All scores
  *    decay by 1/8 every base_rtt, so an avoided path is tried again.
  */
+#include <math.h>
 #include <string.h>
 
 #include "cc/cc.h"
@@ -38,14 +43,21 @@
 #define MR_MRCC_PACED_MTUS 1u
 #define MR_MRCC_PATH_SHIFT 2u            /* per-path EWMA gain 1/4 */
 #define MR_MRCC_DELAY_UNIT_NS 64u
+/* Swift flow-based scaling (SIGCOMM'20 3.5): extra target for small windows, between
+ * fs_min_cwnd and fs_max_cwnd packets, at most fs_range. */
+#define MR_MRCC_FS_RANGE_NS 10000.0 /* 10 us: at 1 packet of cwnd, +2.9 us of queue */
+#define MR_MRCC_EMPTY_Q_NS 1000u /* "no queue": within this of min RTT */
+#define MR_MRCC_BOOST_DIV 2.0    /* increase per RTT without a queue: MTU / this */
+#define MR_MRCC_FS_MIN_CWND 0.1
+#define MR_MRCC_FS_MAX_CWND 100.0
 
 struct mr_mrcc {
 	double cwnd, alpha, srtt, min_rtt;
 	double bdp, max_cwnd, min_cwnd, ai, line;
 	double win_acked, win_ce;
 	uint64_t base_rtt, target;
-	uint64_t win_end, last_cut, decay_deadline;
-	bool have_rtt, have_cut;
+	uint64_t win_end, last_cut, decay_deadline, last_congested;
+	bool have_rtt, have_cut, have_congested;
 	uint64_t ecn_cuts, delay_cuts, loss_cuts, timeouts, bad_acks;
 };
 
@@ -153,6 +165,34 @@ static void mr_mrcc_path_update(struct mr_cc *cc, uint16_t path, uint16_t ce_q16
 		m->decay_deadline = now + m->base_rtt;
 }
 
+/* Swift's target (SIGCOMM'20 3.1, 3.5): base delay + per-hop allowance + flow scaling. The
+ * base stays the configured one: a measured minimum would give a flow that started behind a
+ * standing queue a higher target than the others (the latecomer unfairness of delay-based CC).
+ * An explicit target_delay_ns is used as given. */
+static uint64_t mr_mrcc_target(const struct mr_cc *cc)
+{
+	const struct mr_mrcc *m = mc_c(cc);
+	double t = (double)m->target, pk, fs;
+	const double a = MR_MRCC_FS_RANGE_NS /
+			 (1.0 / sqrt(MR_MRCC_FS_MIN_CWND) - 1.0 / sqrt(MR_MRCC_FS_MAX_CWND));
+	const double b = -a / sqrt(MR_MRCC_FS_MAX_CWND);
+
+	if (cc->p.target_delay_ns)
+		return m->target;
+	/* Swift 3.5: N flows sharing a bottleneck each hold ~BDP/N; a target that grows as
+	 * 1/sqrt(cwnd) keeps the queue from draining when they cut together (incast) and lets
+	 * small windows grow towards a fair share. */
+	pk = m->cwnd / (double)cc->p.mtu;
+	if (pk < MR_MRCC_FS_MIN_CWND)
+		pk = MR_MRCC_FS_MIN_CWND;
+	fs = a / sqrt(pk) + b;
+	if (fs > MR_MRCC_FS_RANGE_NS)
+		fs = MR_MRCC_FS_RANGE_NS;
+	if (fs > 0)
+		t += fs;
+	return (uint64_t)t;
+}
+
 /* Apply a multiplicative cut at most once per srtt (Swift: "at most once per RTT"). */
 static bool mr_mrcc_cut(struct mr_mrcc *m, uint64_t now, double factor)
 {
@@ -171,6 +211,7 @@ static void mr_mrcc_on_ack(struct mr_cc *cc, const struct mr_cc_ack *ack)
 	uint32_t ce = ack->ce_pkts;
 	double frac = 0, ecn_factor = 1.0, delay_factor = 1.0;
 	bool have_rtt = ack->rtt_ns != 0;
+	uint64_t target;
 
 	if (ack->acked_pkts == 0 && ack->acked_bytes == 0 && !have_rtt)
 		return;
@@ -210,23 +251,44 @@ static void mr_mrcc_on_ack(struct mr_cc *cc, const struct mr_cc_ack *ack)
 		m->win_end = now + (uint64_t)m->srtt;
 	}
 	/* Swift: delay above target asks for a cut proportional to the excess. */
-	if (have_rtt && ack->rtt_ns >= m->target) {
-		double ex = (double)(ack->rtt_ns - m->target) / (double)ack->rtt_ns;
+	target = mr_mrcc_target(cc);
+	if (ce > 0 || (have_rtt && ack->rtt_ns >= target)) {
+		m->last_congested = now;
+		m->have_congested = true;
+	}
+	if (have_rtt && ack->rtt_ns >= target) {
+		double ex = (double)(ack->rtt_ns - target) / (double)ack->rtt_ns;
 
 		delay_factor = 1.0 - MR_MRCC_BETA * ex;
 		if (delay_factor < 1.0 - MR_MRCC_MAX_MDF)
 			delay_factor = 1.0 - MR_MRCC_MAX_MDF;
 	}
 	if (ecn_factor < 1.0 || delay_factor < 1.0) {
-		if (mr_mrcc_cut(m, now, ecn_factor < delay_factor ? ecn_factor : delay_factor)) {
+		/* A sample from a packet sent before the last cut shows the queue that cut is
+		 * already draining: cutting again on it over-reacts and, with many flows cutting
+		 * together, empties the bottleneck (DCTCP and TCP cut once per window of data
+		 * sent after the previous cut; Swift's once-per-RTT rule, by send time). */
+		if ((!have_rtt || !m->have_cut ||
+		     (ack->rtt_ns <= now && now - ack->rtt_ns >= m->last_cut)) &&
+		    mr_mrcc_cut(m, now, ecn_factor < delay_factor ? ecn_factor : delay_factor)) {
 			if (ecn_factor < delay_factor)
 				m->ecn_cuts++;
 			else
 				m->delay_cuts++;
 		}
-	} else if (ce == 0 && (!have_rtt || ack->rtt_ns < m->target)) {
+	} else if (ce == 0 && (!have_rtt || ack->rtt_ns < target)) {
 		/* Additive increase: ai bytes per RTT worth of acknowledgements. */
 		m->cwnd += m->ai * (double)ack->acked_bytes / m->cwnd;
+		/* A sample within MR_MRCC_EMPTY_Q_NS of the minimum RTT means no standing
+		 * queue on the path: the bottleneck is underused (a competitor finished, or
+		 * everyone cut together), so the increase is faster, as HPCC (SIGCOMM'19 3.3)
+		 * and TIMELY's HAI (SIGCOMM'15) do below their targets. It stays additive
+		 * (MTU/BOOST_DIV per RTT): a multiplicative one starves late flows (measured
+		 * in tests/cc cc_model: Jain 0.39 at N=8). */
+		if (have_rtt && m->have_rtt &&
+		    (double)ack->rtt_ns < m->min_rtt + (double)MR_MRCC_EMPTY_Q_NS)
+			m->cwnd += (double)cc->p.mtu / MR_MRCC_BOOST_DIV *
+				   (double)ack->acked_bytes / m->cwnd;
 	}
 	mr_mrcc_publish(cc, now);
 }
@@ -254,7 +316,12 @@ static void mr_mrcc_on_loss(struct mr_cc *cc, uint64_t now, uint32_t bytes, uint
 	/* A lost packet marks its path as if every packet on it had been CE-marked. */
 	if (path < cc->p.n_paths)
 		mr_mrcc_path_update(cc, path, UINT16_MAX, 0, false, now);
-	if (mr_mrcc_cut(m, now, 1.0 - MR_MRCC_MAX_MDF))
+	/* Loss alone is not congestion on a lossy fabric: IRN (SIGCOMM'18) and SRD recover
+	 * selectively without cutting, and only ECN and delay drive the window. A loss clustered
+	 * with congestion (CE or delay above target within the last srtt: a tail drop) takes
+	 * the Swift loss cut (SIGCOMM'20 3.1: max_mdf), sharing the once-per-RTT cut clock. */
+	if (m->have_congested && now - m->last_congested <= (uint64_t)m->srtt &&
+	    mr_mrcc_cut(m, now, 1.0 - MR_MRCC_MAX_MDF))
 		m->loss_cuts++;
 	mr_mrcc_publish(cc, now);
 }

@@ -28,6 +28,9 @@
  * window so that a reordered burst is not declared lost before it lands). */
 #define MRT_REO_MIN_NS 1000u
 #define MRT_REO_MULT_MAX 16u
+/* Ceiling of a reorder window learnt from measured lateness (rack.c): half the RTO floor, so a
+ * real loss is still repaired well before the RTO. */
+#define MRT_REO_EXT_MAX_NS 50000u
 /* TLP (RFC 8985 7.2): PTO = 2*SRTT, at least this; before any RTT sample, MRT_TLP_INIT_NS. */
 #define MRT_TLP_MIN_NS 10000u
 #define MRT_TLP_INIT_NS 100000u
@@ -50,11 +53,21 @@ enum {
 	MRT_TX_LOST = 1 << 3,  /* declared lost and not resent yet */
 	MRT_TX_RETX = 1 << 4,  /* has been resent */
 	MRT_TX_PIPE = 1 << 5,  /* counted in flight */
+	MRT_TX_SPUR = 1 << 6,  /* its last resend was found spurious (counted once) */
+};
+
+/* Recent resends remembered for the duplicate-arrival test (rack.c mrt_rack_dup_echo). */
+#define MRT_RTX_RECENT 32u
+struct mrt_rtx_rec {
+	uint32_t psn;
+	uint32_t ts;   /* MRETH.ts of the copy sent before the resend */
+	bool valid;
 };
 
 /* One request PSN at the requester. */
 struct mrt_txe {
 	uint64_t xmit_ts;  /* time of the last transmission */
+	uint64_t prev_ts;  /* time of the transmission before it (reordering extent) */
 	uint64_t rd_bits;  /* READ chunk: response packets received */
 	uint32_t wqe;      /* SQ index (free running) */
 	uint32_t off;      /* byte offset of this packet (READ: of the chunk) in the message */
@@ -98,14 +111,19 @@ struct mrt_req {
 	uint32_t rd_rack_psn;
 	bool in_rto;          /* marking everything lost: no per-packet loss signals */
 	uint32_t reo_mult, reo_persist;
-	uint64_t reo_last_inc;
+	uint64_t reo_last_inc, reo_last_dec;
+	uint64_t reo_extent;  /* largest lateness seen on a spurious loss declaration */
+	struct mrt_rtx_rec rtx_recent[MRT_RTX_RECENT];
+	uint32_t rtx_head;
 	uint64_t rack_deadline, tlp_deadline, rto_deadline;
 	bool tlp_fire, tlp_out;
 	uint32_t backoff;
 	uint8_t retry_left, rnr_left;
 	bool rnr_wait;
 	uint64_t rnr_until;
-	uint32_t cap_pkts;    /* in-flight cap: max_inflight, ring, BDP when CC is none */
+	uint32_t cap_pkts;    /* in-flight cap: max_inflight and the ring */
+	uint64_t bdp_rate_bps; /* CC none with link rate + RTT given: BDP cap (mrt_inflight_cap) */
+	uint64_t bdp_rtt_ns;
 	/* entropy */
 	uint16_t n_paths, rr;
 	struct mrt_path path[MR_CC_MAX_PATHS];
@@ -188,13 +206,16 @@ void mrt_rx_sack(const struct mr_qp *qp, uint8_t bitmap[16]);
 void mrt_rtt_sample(struct mr_qp *qp, uint64_t rtt);
 void mrt_rack_update(struct mr_qp *qp, const struct mrt_txe *e, uint32_t psn, uint64_t now);
 void mrt_rack_detect(struct mr_qp *qp, uint64_t now);
-void mrt_rack_spurious(struct mr_qp *qp, uint64_t now);
+void mrt_rack_spurious(struct mr_qp *qp, uint64_t now, uint64_t sent_ts);
+void mrt_rack_resent(struct mr_qp *qp, uint32_t psn, uint64_t prev_ts);
+void mrt_rack_dup_echo(struct mr_qp *qp, uint32_t echo_ts, uint64_t now);
 uint64_t mrt_reo_wnd(const struct mr_qp *qp);
 uint64_t mrt_rto(const struct mr_qp *qp);
 void mrt_arm_timers(struct mr_qp *qp, uint64_t now, bool progress);
 void mrt_rack_on_timer(struct mr_qp *qp, uint64_t now);
 
 /* ---- mrt_requester.c ---- */
+uint32_t mrt_inflight_cap(const struct mr_qp *qp);
 int mrt_req_tx(struct mr_qp *qp, uint64_t now, struct mr_tx_pkt *out);
 void mrt_req_rx(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now);
 void mrt_req_progress(struct mr_qp *qp, uint64_t now);
@@ -209,5 +230,9 @@ void mrt_cc_ack(struct mr_qp *qp, const struct mr_cc_ack *ack);
 void mrt_cc_loss(struct mr_qp *qp, uint64_t now, uint32_t bytes, uint16_t path);
 void mrt_cc_timeout(struct mr_qp *qp, uint64_t now);
 uint32_t mrt_cc_path_penalty(const struct mr_qp *qp, uint16_t p);
+/* After a send: will the controller hold the next packet back for at least gap_ns (window
+ * full with inflight_bytes, or pacing)? */
+bool mrt_cc_blocked_after(const struct mr_qp *qp, uint64_t now, uint64_t inflight_bytes,
+			  uint64_t gap_ns);
 
 #endif

@@ -94,13 +94,11 @@ void mrt_start(struct mr_qp *qp)
 	mrt_path_init(qp, n);
 	cap = qp->ctx->max_inflight < MRT_WIN - 1 ? qp->ctx->max_inflight : MRT_WIN - 1;
 	/* IRN (Mittal et al., SIGCOMM'18): without congestion control, cap what is in flight at
-	 * the bandwidth-delay product, when the caller told us link rate and RTT. */
+	 * the bandwidth-delay product, when the caller told us link rate and RTT
+	 * (mrt_inflight_cap). */
 	if (!qp->cc_on && qp->attr.cc_params.line_rate_bps && qp->attr.cc_params.base_rtt_ns) {
-		uint64_t bdp = qp->attr.cc_params.line_rate_bps / 8 *
-			       qp->attr.cc_params.base_rtt_ns / 1000000000ull / rc_mtu(qp) + 1;
-
-		if (bdp < cap)
-			cap = (uint32_t)bdp;
+		r->bdp_rate_bps = qp->attr.cc_params.line_rate_bps;
+		r->bdp_rtt_ns = qp->attr.cc_params.base_rtt_ns;
 	}
 	r->cap_pkts = cap;
 }

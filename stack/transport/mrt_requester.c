@@ -101,8 +101,9 @@ static uint32_t mrt_build(struct mr_qp *qp, uint32_t psn, struct mrt_txe *e, uin
 	}
 }
 
-/* Account a (re)transmission of e. */
-static void mrt_sent(struct mr_qp *qp, struct mrt_txe *e, uint64_t now, uint32_t paylen)
+/* Account a (re)transmission of e (built into out). */
+static void mrt_sent(struct mr_qp *qp, struct mrt_txe *e, uint64_t now, uint32_t paylen,
+		     struct mr_tx_pkt *out)
 {
 	struct mrt_req *r = &qp->mrt->req;
 
@@ -114,6 +115,13 @@ static void mrt_sent(struct mr_qp *qp, struct mrt_txe *e, uint64_t now, uint32_t
 		r->pipe_bytes += mrt_txe_is_rd_atomic(qp, e) ? 0 : e->len;
 	}
 	mrt_cc_sent(qp, now, paylen, e->path);
+	/* The delay signal must measure the fabric, not the responder's delayed ACK (Swift,
+	 * SIGCOMM'20 3.1 separates host delay from fabric delay). When congestion control holds
+	 * the next packet back (window full, or a pacing gap near the delayed-ACK time), no
+	 * second packet comes to trigger the ACK: ask for it at once with AckReq (IBA 9.7.5.1.2;
+	 * QUIC's ACK-frequency draft does the same with IMMEDIATE_ACK). */
+	if (!out->hdr.ackreq && mrt_cc_blocked_after(qp, now, r->pipe_bytes, MRT_DELACK_NS / 2))
+		out->hdr.ackreq = true;
 	mrt_arm_timers(qp, now, false);
 }
 
@@ -128,10 +136,33 @@ static void mrt_resend(struct mr_qp *qp, uint32_t psn, uint64_t now, uint8_t mfl
 		e->flags &= (uint8_t)~MRT_TX_LOST;
 		r->nlost--;
 	}
+	e->prev_ts = e->xmit_ts;
+	e->flags &= (uint8_t)~MRT_TX_SPUR;
+	mrt_rack_resent(qp, psn, e->prev_ts);
 	n = mrt_build(qp, psn, e, now, mflags | MR_MRETH_RETX, out);
 	e->flags |= MRT_TX_RETX;
 	qp->stats.retransmits++;
-	mrt_sent(qp, e, now, n);
+	mrt_sent(qp, e, now, n, out);
+}
+
+/* IRN's BDP flow control (Mittal et al., SIGCOMM'18, 3.2) caps the packets in flight at the
+ * bandwidth-delay product. The configured RTT is propagation only: the unloaded RTT the
+ * requester measures also holds a store-and-forward serialisation per hop and the ACK's, so the
+ * cap follows max(configured, measured min RTT), with 1/8 headroom for ACK clumping (ACKs every
+ * MRT_ACK_EVERY packets) and loss recovery (a packet in recovery leaves the pipe only when it is
+ * declared lost). min_rtt does not grow with queueing, so the cap cannot feed on itself. */
+uint32_t mrt_inflight_cap(const struct mr_qp *qp)
+{
+	const struct mrt_req *r = &qp->mrt->req;
+	uint64_t rtt = r->bdp_rtt_ns, pkts;
+
+	if (r->bdp_rate_bps == 0)
+		return r->cap_pkts;
+	if (r->have_rtt && r->min_rtt > rtt)
+		rtt = r->min_rtt;
+	pkts = (uint64_t)((unsigned __int128)r->bdp_rate_bps * rtt / 8000000000ull) / mrt_mtu(qp);
+	pkts += pkts / 8 + 2;
+	return pkts < r->cap_pkts ? (uint32_t)pkts : r->cap_pkts;
 }
 
 /* Start the next packet of new data, or return 0. */
@@ -144,7 +175,7 @@ static int mrt_new(struct mr_qp *qp, uint64_t now, uint8_t mflags, struct mr_tx_
 	bool rd;
 
 	if (r->cur == qp->sq_tail || mrt_psn_dist(r->nxt, r->una) >= MRT_WIN - 1 ||
-	    r->pipe >= r->cap_pkts)
+	    r->pipe >= mrt_inflight_cap(qp))
 		return 0;
 	w = rc_sq_at(qp, r->cur);
 	/* IBA 10.3.1 (SQD): no new WQE starts while draining. */
@@ -197,7 +228,7 @@ static int mrt_new(struct mr_qp *qp, uint64_t now, uint8_t mflags, struct mr_tx_
 		r->rd_out++;
 	n = mrt_build(qp, r->nxt, e, now, mflags, out);
 	r->nxt = mr_psn_add(r->nxt, 1);
-	mrt_sent(qp, e, now, n);
+	mrt_sent(qp, e, now, n, out);
 	return 1;
 }
 
@@ -236,7 +267,7 @@ int mrt_req_tx(struct mr_qp *qp, uint64_t now, struct mr_tx_pkt *out)
 	r->tlp_fire = false;
 	if (!mrt_cc_can_send(qp, now, r->pipe_bytes))
 		return 0;
-	if (r->nlost > 0 && r->pipe < r->cap_pkts) {
+	if (r->nlost > 0 && r->pipe < mrt_inflight_cap(qp)) {
 		uint32_t psn = mr_psn_cmp(r->retx_hint, r->una) > 0 ? r->retx_hint : r->una;
 
 		for (; psn != r->nxt; psn = mr_psn_add(psn, 1)) {
@@ -402,6 +433,7 @@ static void mrt_req_ack(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now
 		};
 		mrt_cc_ack(qp, &a);
 	}
+	mrt_rack_dup_echo(qp, h->mreth.ts, now);
 	if (type != MR_AETH_ACK)
 		mrt_req_nak(qp, pkt, now);
 	if (qp->state == MR_QPS_ERR)

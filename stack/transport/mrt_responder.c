@@ -482,14 +482,15 @@ void mrt_resp_rx(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now)
 		flags &= (uint8_t)~MRT_RX_RECV;
 	*mrt_rx_flag(qp, h->psn) = flags;
 	mrt_resp_advance(qp);
-	/* ACK at once on out-of-order arrival or a filled hole, CE, message end; otherwise every
+	/* ACK at once on out-of-order arrival or a filled hole, CE, message end, AckReq (the
+	 * requester is window- or pacing-limited: IBA 9.7.5.1.2); otherwise every
 	 * MRT_ACK_EVERY packets or after the delayed-ACK time. READ/atomic requests are answered
 	 * by their responses (IBA 9.7.5.1.2: a response implies the ACK), unless they filled a
 	 * hole that newer data is waiting behind. */
 	if (b == MR_OP_RC_READ_REQUEST || b == MR_OP_RC_CMP_SWAP || b == MR_OP_RC_FETCH_ADD) {
 		if (mrt_psn_dist(s->nxt, old) > 1)
 			mrt_ack_soon(qp);
-	} else if (d != 0 || mrt_psn_dist(s->nxt, old) != 1 || ce || last ||
+	} else if (d != 0 || mrt_psn_dist(s->nxt, old) != 1 || ce || last || h->ackreq ||
 	    ++s->unacked >= MRT_ACK_EVERY)
 		mrt_ack_soon(qp);
 	else if (s->ack_deadline == UINT64_MAX) {

@@ -71,6 +71,23 @@ bool mrt_cc_can_send(struct mr_qp *qp, uint64_t now, uint64_t inflight_bytes)
 #endif
 }
 
+bool mrt_cc_blocked_after(const struct mr_qp *qp, uint64_t now, uint64_t inflight_bytes,
+			  uint64_t gap_ns)
+{
+#ifdef MR_HAVE_CC
+	if (!qp->cc_on)
+		return false;
+	return inflight_bytes + rc_mtu(qp) > qp->cc.cwnd_bytes ||
+	       (qp->cc.next_send_ns > now && qp->cc.next_send_ns - now >= gap_ns);
+#else
+	(void)qp;
+	(void)now;
+	(void)inflight_bytes;
+	(void)gap_ns;
+	return false;
+#endif
+}
+
 void mrt_cc_sent(struct mr_qp *qp, uint64_t now, uint32_t bytes, uint16_t path)
 {
 #ifdef MR_HAVE_CC

@@ -5,8 +5,9 @@
  * Spraying reorders packets by design, so a gap in the SACK bitmap is not a loss: a packet is
  * lost only when a packet *sent after it* has been delivered and the reorder window has also
  * passed since it was sent (RFC 8985 6.2). The window is reo_mult * min_rtt / 4 (at least
- * MRT_REO_MIN_NS, at most SRTT); reo_mult grows on spurious-retransmission evidence (6.2.4's
- * D-SACK rule, here the Eifel test in sack_scoreboard.c) and resets after 16 clean recoveries.
+ * MRT_REO_MIN_NS, at most SRTT), or the measured reordering extent if larger; both grow on
+ * spurious-retransmission evidence (6.2.4's D-SACK rule, here the Eifel test in
+ * sack_scoreboard.c) and reset after 16 recovery rounds without such evidence.
  */
 #include "mrt_internal.h"
 
@@ -54,19 +55,33 @@ void mrt_rack_update(struct mr_qp *qp, const struct mrt_txe *e, uint32_t psn, ui
 uint64_t mrt_reo_wnd(const struct mr_qp *qp)
 {
 	const struct mrt_req *r = &qp->mrt->req;
-	uint64_t w = 0;
+	uint64_t w = 0, x;
 
 	if (r->have_rtt) {
 		w = r->reo_mult * r->min_rtt / 4;
 		if (w > r->srtt)
 			w = r->srtt;
 	}
+	/* RFC 8985 6.2 caps the window at SRTT, but spraying can delay a packet by more than
+	 * one RTT (a slow path): once a spurious declaration has measured how late packets
+	 * really arrive, the window covers that extent (+1/8), as Linux RACK's reo_wnd steps do
+	 * per D-SACK round, in one step instead of one min_rtt/4 per round; bounded by
+	 * MRT_REO_EXT_MAX_NS so that a real loss is still repaired well before the RTO. */
+	if (r->reo_extent > 0) {
+		x = r->reo_extent + r->reo_extent / 8;
+		if (x > MRT_REO_EXT_MAX_NS)
+			x = MRT_REO_EXT_MAX_NS;
+		if (x > w)
+			w = x;
+	}
 	return w > MRT_REO_MIN_NS ? w : MRT_REO_MIN_NS;
 }
 
-/* RFC 8985 6.2.4: widen the window on evidence of a spurious loss declaration, at most once
- * per round trip. */
-void mrt_rack_spurious(struct mr_qp *qp, uint64_t now)
+/* RFC 8985 6.2.4: widen the window on evidence of a spurious loss declaration (our Eifel test
+ * stands in for D-SACK): reo_wnd_mult at most once per round trip, and the measured lateness of
+ * the copy that did arrive (sent at sent_ts, its ACK here at now, one min RTT being normal).
+ * Either persists for 16 rounds of loss declarations without new evidence. */
+void mrt_rack_spurious(struct mr_qp *qp, uint64_t now, uint64_t sent_ts)
 {
 	struct mrt_req *r = &qp->mrt->req;
 
@@ -74,7 +89,49 @@ void mrt_rack_spurious(struct mr_qp *qp, uint64_t now)
 		r->reo_mult++;
 		r->reo_last_inc = now;
 	}
+	if (r->have_rtt && sent_ts != 0 && now > sent_ts + r->min_rtt &&
+	    now - sent_ts - r->min_rtt > r->reo_extent)
+		r->reo_extent = now - sent_ts - r->min_rtt;
 	r->reo_persist = 16;
+}
+
+/* Remember a resend of psn whose previous copy left at prev_ts. */
+void mrt_rack_resent(struct mr_qp *qp, uint32_t psn, uint64_t prev_ts)
+{
+	struct mrt_req *r = &qp->mrt->req;
+	struct mrt_rtx_rec *x = &r->rtx_recent[r->rtx_head++ % MRT_RTX_RECENT];
+
+	x->psn = psn;
+	x->ts = mrt_ts(prev_ts);
+	x->valid = true;
+}
+
+/* D-SACK stand-in (RFC 2883, used by RFC 8985 6.2.4 and RFC 3708): the responder ACKs a
+ * duplicate at once and echoes its timestamp, so an ACK echoing the timestamp of a copy that was
+ * later resent proves that copy arrived: the resend was spurious. This catches what the Eifel
+ * test cannot, a resend that overtook its late original. A timestamp tick shared with another
+ * packet only matters if that packet, too, triggered an ACK: rare, and it only widens the
+ * reorder window. */
+void mrt_rack_dup_echo(struct mr_qp *qp, uint32_t echo_ts, uint64_t now)
+{
+	struct mrt_req *r = &qp->mrt->req;
+
+	for (uint32_t i = 0; i < MRT_RTX_RECENT; i++) {
+		struct mrt_rtx_rec *x = &r->rtx_recent[i];
+		struct mrt_txe *e;
+
+		if (!x->valid || x->ts != echo_ts)
+			continue;
+		x->valid = false;
+		e = mrt_sb(qp, x->psn);
+		if (mrt_psn_dist(r->nxt, x->psn) == 0 || mrt_psn_dist(r->nxt, x->psn) >= MRT_WIN ||
+		    !(e->flags & MRT_TX_RETX) || (e->flags & MRT_TX_SPUR) ||
+		    mrt_ts(e->xmit_ts) == echo_ts)
+			continue;
+		e->flags |= MRT_TX_SPUR;
+		qp->stats.spurious_retransmits++;
+		mrt_rack_spurious(qp, now, e->prev_ts);
+	}
 }
 
 void mrt_rack_detect(struct mr_qp *qp, uint64_t now)
@@ -109,8 +166,15 @@ void mrt_rack_detect(struct mr_qp *qp, uint64_t now)
 		}
 	}
 	if (lost) {
-		if (r->reo_persist > 0 && --r->reo_persist == 0)
-			r->reo_mult = 1;
+		/* RFC 8985 6.2.4: the widened window persists for 16 loss-recovery rounds (at
+		 * most one per SRTT here) without spurious evidence, then resets. */
+		if (r->reo_persist > 0 && now >= r->reo_last_dec + r->srtt) {
+			r->reo_last_dec = now;
+			if (--r->reo_persist == 0) {
+				r->reo_mult = 1;
+				r->reo_extent = 0;
+			}
+		}
 		rc_sched_req(qp);
 	}
 }

@@ -57,10 +57,12 @@ bool mrt_sb_ack(struct mr_qp *qp, uint32_t psn, uint32_t echo_ts, uint64_t now, 
 	e->flags |= MRT_TX_ACKED;
 	if (e->flags & MRT_TX_LOST) {
 		/* Declared lost, arrived before we resent it: reordering beyond the window. */
-		mrt_rack_spurious(qp, now);
+		mrt_rack_spurious(qp, now, e->xmit_ts);
 	} else if ((e->flags & MRT_TX_RETX) && mrt_ts_before(echo_ts, mrt_ts(e->xmit_ts))) {
+		/* The copy before the resend is the one that arrived. */
+		e->flags |= MRT_TX_SPUR;
 		qp->stats.spurious_retransmits++;
-		mrt_rack_spurious(qp, now);
+		mrt_rack_spurious(qp, now, e->prev_ts);
 	}
 	mrt_sb_unlose(qp, e);
 	mrt_sb_pipe_out(qp, e);

@@ -4,6 +4,7 @@
  * the link busy (>= 0.9) and hold the queue near its delay target; DCQCN must converge too.
  */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -42,6 +43,15 @@ static void report(const char *name, unsigned n, const struct mr_model_result *r
 	       (unsigned long long)r->cnps);
 }
 
+/* Swift flow scaling (SIGCOMM'20 3.5) as metaroce_cc.c publishes it, for a window in bytes. */
+static double fs_ns(double cwnd)
+{
+	double a = 10000.0 / (1.0 / sqrt(0.1) - 1.0 / sqrt(100.0)), b = -a / sqrt(100.0);
+	double pk = cwnd / 4096.0 < 0.1 ? 0.1 : cwnd / 4096.0, fs = a / sqrt(pk) + b;
+
+	return fs < 0 ? 0 : fs > 10000.0 ? 10000.0 : fs;
+}
+
 static void run_metaroce(unsigned n)
 {
 	struct mr_model_cfg c = cfg(MR_CC_METAROCE, n);
@@ -55,7 +65,10 @@ static void run_metaroce(unsigned n)
 	/* the queue stays bounded: within a few delay targets (2 us = 25 KB at 100 Gb/s) plus one
 	 * packet per flow, nowhere near the megabytes an uncontrolled N:1 builds */
 	assert_true(r.q_max_bytes <= 150000.0 + n * 4096.0);
-	assert_true(r.q_avg_bytes <= 50000.0); /* average within 2x the 25 KB target queue */
+	/* average within 2x the target queue: 2 us (25 KB) plus Swift's flow scaling at the fair
+	 * window BDP/n (metaroce_cc.c: fs_range 10 us between 0.1 and 100 packets), e.g. +2.9 us
+	 * at n = 32 (1 packet each), +0.5 us at n = 2 */
+	assert_true(r.q_avg_bytes <= 2.0 * 12.5 * (2000.0 + fs_ns(125000.0 / n)));
 	assert_true(r.marks > 0);
 }
 

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT
  * MetaRoCE CC: fast start at the BDP, DCTCP-style cut on the ECN fraction, Swift-style cut on
- * delay above target (at most once per RTT), additive increase, per-path penalties that rise
- * on marks/delay/loss and decay, pacing = cwnd / srtt, and malformed acks.
+ * delay above a flow-scaled target (at most once per RTT, only on packets sent after the last
+ * cut), additive increase (faster without a queue), loss cuts only when clustered with
+ * congestion, per-path penalties that rise on marks/delay/loss and decay, pacing = cwnd / srtt,
+ * and malformed acks.
  * Expected values are recomputed here from the published rules (see metaroce_cc.c).
  */
 #include <errno.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,8 +21,23 @@
 #define LINE 100000000000ull /* 100 Gb/s */
 #define RTT 10000ull         /* 10 us */
 #define BDP 125000.0         /* LINE * RTT / 8 */
-#define TARGET 12000ull      /* RTT + 4 hops * 0.5 us */
+#define TARGET 12000ull      /* RTT + 4 hops * 0.5 us, before flow scaling */
 #define AI 256.0      /* max(BDP / 1024, 256 B) */
+#define BOOST 2048.0  /* extra increase per RTT while rtt < min_rtt + 1 us: MTU / 2 */
+
+/* Swift flow scaling (SIGCOMM'20 3.5): fs_range 10 us between 0.1 and 100 packets. */
+static double target_of(double cwnd)
+{
+	double a = 10000.0 / (1.0 / sqrt(0.1) - 1.0 / sqrt(100.0)), b = -a / sqrt(100.0);
+	double pk = cwnd / 4096.0, fs;
+
+	if (pk < 0.1)
+		pk = 0.1;
+	fs = a / sqrt(pk) + b;
+	if (fs > 10000.0)
+		fs = 10000.0;
+	return (double)TARGET + (fs > 0 ? fs : 0);
+}
 
 static void setup(struct mr_cc *cc)
 {
@@ -92,57 +110,78 @@ static void test_ecn_fraction(void **state)
 	alpha = 15.0 / 16 * alpha + 0.5 / 16;
 	cwnd *= 1 - alpha / 2;
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
-	/* an unmarked window: alpha decays, no cut; on-target acks grow cwnd by ai*acked/cwnd */
+	/* an unmarked window: alpha decays, no cut; acks below target grow cwnd by
+	 * ai*acked/cwnd, and by BOOST*acked/cwnd more while rtt is at min_rtt (no queue) */
 	ack(&cc, 2 * RTT + 100, 1, 0, RTT, 2);
 	cwnd += AI * 4096 / cwnd;
+	cwnd += BOOST * 4096 / cwnd;
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
-	ack(&cc, 3 * RTT + 100, 1, 0, RTT, 2); /* window closes with F = 0 */
+	ack(&cc, 3 * RTT + 100, 1, 0, RTT + 1000, 2); /* window closes with F = 0; 1 us queue */
 	alpha = 15.0 / 16 * alpha;
 	cwnd += AI * 4096 / cwnd;
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
 	/* a lightly marked window (1 of 16) cuts by the small alpha, not by half */
-	ack(&cc, 3 * RTT + 200, 15, 0, RTT, 3);
+	ack(&cc, 3 * RTT + 200, 15, 0, RTT + 1000, 3);
 	cwnd += AI * 15 * 4096 / cwnd;
-	ack(&cc, 4 * RTT + 200, 1, 1, RTT, 3);
+	ack(&cc, 4 * RTT + 400, 1, 1, RTT, 3); /* srtt grew to ~10.2 us: the window closes */
 	alpha = 15.0 / 16 * alpha + (1.0 / 16) / 16;
 	cwnd *= 1 - alpha / 2;
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
 	assert_true(alpha < 0.95 && alpha > 0.85);
 }
 
-/* Swift: rtt above target -> cwnd *= max(1 - 0.8 (rtt - target)/rtt, 0.5), once per srtt. */
+/* Swift: rtt above target -> cwnd *= max(1 - 0.8 (rtt - target)/rtt, 0.5), once per srtt and
+ * only on a packet sent after the previous cut; target = 12 us + flow scaling of cwnd. */
 static void test_delay_reaction(void **state)
 {
 	struct mr_cc cc;
-	double cwnd = BDP, srtt = RTT;
+	double cwnd = BDP, srtt = RTT, t;
 	(void)state;
 
 	setup(&cc);
-	ack(&cc, 1000, 1, 0, 20000, 0); /* 20 us against a 12 us target */
+	t = target_of(cwnd);
+	assert_true(t > 12200 && t < 12300); /* ~30 packets: +0.26 us */
+	ack(&cc, 1000, 1, 0, 20000, 0); /* 20 us against a ~12.3 us target */
 	srtt = 20000.0;                 /* the first sample initialises srtt */
-	cwnd *= 1 - 0.8 * (20000.0 - TARGET) / 20000.0;
+	cwnd *= 1 - 0.8 * (20000.0 - (uint64_t)t) / 20000.0;
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
 	assert_true(cc.rate_bps == rate_of(cwnd, srtt));
 	/* still high within one srtt: no second cut, and no increase either */
 	ack(&cc, 1000 + 11000, 1, 0, 20000, 0); /* 11 us after the cut, srtt 20 us */
 	srtt += (20000.0 - srtt) / 8;
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
-	/* a huge delay, one (updated) srtt after the first cut: limited to max_mdf = 0.5 */
+	/* one srtt later but the packet left before the cut: it shows the old queue, no cut */
 	ack(&cc, 1000 + 30000, 1, 0, 100000, 0);
+	srtt += (100000.0 - srtt) / 8;
+	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
+	/* a huge delay on a packet sent after the cut: limited to max_mdf = 0.5 */
+	ack(&cc, 1000 + 100000, 1, 0, 100000, 0);
 	srtt += (100000.0 - srtt) / 8;
 	cwnd *= 0.5;
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
 	assert_true(cc.rate_bps == rate_of(cwnd, srtt));
-	/* below target (11 us): additive increase */
-	ack(&cc, 40000, 2, 0, 11000, 0);
+	/* below target (11 us, 1 us above min_rtt 10 us... min is 20 us here): additive increase
+	 * plus the no-queue boost (11 us < min_rtt 20 us + 1 us) */
+	ack(&cc, 110000, 2, 0, 11000, 0);
 	srtt += (11000.0 - srtt) / 8;
 	cwnd += AI * 8192 / cwnd;
+	cwnd += BOOST * 8192 / cwnd;
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
 	assert_true(cc.rate_bps == rate_of(cwnd, srtt));
+	/* below target, 1 us above the new min_rtt (11 us): additive increase only */
+	ack(&cc, 111000, 2, 0, 12000, 0);
+	srtt += (12000.0 - srtt) / 8;
+	cwnd += AI * 8192 / cwnd;
+	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
 	/* exactly at target counts as "above" (cut factor 1 -> no cut, no increase) */
 	uint64_t before = cc.cwnd_bytes;
-	ack(&cc, 41000, 1, 0, TARGET, 0);
+	ack(&cc, 112000, 1, 0, (uint64_t)target_of(cwnd), 0);
 	assert_true(cc.cwnd_bytes == before);
+	/* small windows get a higher target (Swift 3.5): at 1 packet, +2.94 us */
+	t = target_of(4096.0) - (double)TARGET;
+	assert_true(t > 2900 && t < 3000);
+	assert_true(target_of(0.0) - (double)TARGET == 10000.0);
+	assert_true(target_of(1e6) == (double)TARGET);
 }
 
 /* Growth is capped at 2 BDP; cuts floor at 256 B, where the gate stays at one MTU and pacing
@@ -243,13 +282,28 @@ static void test_loss_timeout_cnp(void **state)
 	(void)state;
 
 	setup(&cc);
+	/* isolated loss (no CE, no delay): the path is penalised, the window is not cut
+	 * (IRN / SRD: loss is not congestion on its own) */
 	cc.ops->on_loss(&cc, 1000, 4096, 0);
+	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
+	assert_int_equal(cc.path_penalty[0] >> 16, 16383);
+	/* loss clustered with congestion: a CE-marked ack in the same window (no cut yet: the
+	 * DCTCP window is still open), then a loss: the max_mdf cut */
+	ack(&cc, 1500, 1, 1, RTT, 1);
+	cc.ops->on_loss(&cc, 2000, 4096, 0);
 	cwnd *= 0.5;
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
-	cc.ops->on_loss(&cc, 2000, 4096, 0); /* same RTT: no second cut */
+	cc.ops->on_loss(&cc, 3000, 4096, 0); /* same RTT: no second cut */
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
-	cc.ops->on_loss(&cc, 1000 + RTT, 4096, 9); /* next RTT; path 9 out of range is ignored */
+	/* still marked (this ack's packet left before the cut: no ECN cut on it), then a loss
+	 * one RTT after the cut: cut; path 9 out of range ignored */
+	ack(&cc, 1500 + RTT, 1, 1, RTT, 1);
+	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
+	cc.ops->on_loss(&cc, 2000 + RTT, 4096, 9);
 	cwnd *= 0.5;
+	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
+	/* long after the last congestion signal: isolated again, no cut */
+	cc.ops->on_loss(&cc, 2000 + 10 * RTT, 4096, 0);
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
 	cc.ops->on_timeout(&cc, 1000 + RTT + 1); /* timeouts always halve */
 	cwnd *= 0.5;
