@@ -37,7 +37,10 @@
 #define MR_MRCC_MAX_BDP_FACTOR 2.0
 #define MR_MRCC_MIN_CWND 256.0
 #define MR_MRCC_DCTCP_G (1.0 / 16.0)
-#define MR_MRCC_BETA 0.8
+/* Swift's beta (SIGCOMM'20 Algorithm 1, a tunable). 0.5, not 0.8: in an incast every flow sees
+ * the same queue and cuts together, so the aggregate cut is beta of the excess delay; 0.8
+ * overshot and emptied the bottleneck (32:1 incast: periodic dips to 80% utilisation). */
+#define MR_MRCC_BETA 0.5
 #define MR_MRCC_MAX_MDF 0.5
 #define MR_MRCC_AI_DIV 1024.0           /* additive increase per RTT: BDP/1024, >= 256 B */
 #define MR_MRCC_PACED_MTUS 1u
@@ -267,9 +270,15 @@ static void mr_mrcc_on_ack(struct mr_cc *cc, const struct mr_cc_ack *ack)
 		/* A sample from a packet sent before the last cut shows the queue that cut is
 		 * already draining: cutting again on it over-reacts and, with many flows cutting
 		 * together, empties the bottleneck (DCTCP and TCP cut once per window of data
-		 * sent after the previous cut; Swift's once-per-RTT rule, by send time). */
+		 * sent after the previous cut, RFC 3168 6.1.2; Swift's once-per-RTT rule, by send
+		 * time). The queue a synchronised cut leaves drains only at the cut fraction of
+		 * the line rate, about one more RTT: a packet sent right after the cut still
+		 * queues behind the other flows' pre-cut packets. So the sample must have been
+		 * sent at least one srtt after the cut (32:1 incast: 0.90 -> 0.92 of the
+		 * bottleneck with beta 0.5). */
 		if ((!have_rtt || !m->have_cut ||
-		     (ack->rtt_ns <= now && now - ack->rtt_ns >= m->last_cut)) &&
+		     (ack->rtt_ns <= now &&
+		      now - ack->rtt_ns >= m->last_cut + (uint64_t)m->srtt)) &&
 		    mr_mrcc_cut(m, now, ecn_factor < delay_factor ? ecn_factor : delay_factor)) {
 			if (ecn_factor < delay_factor)
 				m->ecn_cuts++;

@@ -251,6 +251,11 @@ static int mrt_tlp(struct mr_qp *qp, uint64_t now, struct mr_tx_pkt *out)
 	}
 	qp->stats.tlp_probes++;
 	r->tlp_out = true;
+	/* RFC 8985 7.3: after the probe, re-arm the RTO (not the PTO) from now, so the probe
+	 * has a whole RTO to be answered. Without it, a flow whose pacer held it back for most
+	 * of an RTO times out while its probe's ACK is on the way. */
+	r->rto_deadline = UINT64_MAX;
+	mrt_arm_timers(qp, now, false);
 	return 1;
 }
 
@@ -440,6 +445,12 @@ static void mrt_req_ack(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now
 		return;
 	mrt_rack_detect(qp, now);
 	mrt_req_progress(qp, now);
+	/* ACK clocking (RFC 6675 5: each ACK that shrinks the pipe lets a packet out): SACKed
+	 * packets leave the pipe while the cumulative point stays behind a hole, and a lost
+	 * packet that waits for the window they open has nothing else to wake it but the RTO
+	 * (mrt_req_progress only reschedules when una moves). */
+	if (pkts > 0 && r->nlost > 0)
+		rc_sched_req(qp);
 	mrt_arm_timers(qp, now, pkts > 0);
 }
 

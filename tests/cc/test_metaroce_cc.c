@@ -106,32 +106,37 @@ static void test_ecn_fraction(void **state)
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
 	ack(&cc, RTT + 5000, 2, 1, RTT, 1);
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
-	ack(&cc, 2 * RTT, 4, 2, RTT, 1); /* closes the window: F = 4/8 */
+	/* the window [10, 20] us closes with F = 4/8, but a cut needs a sample sent one srtt
+	 * after the previous one (10 us): the ACK at 20 us is for a packet sent at 10 us */
+	ack(&cc, 2 * RTT + 1, 0, 0, RTT, 1);
+	alpha = 15.0 / 16 * alpha + 0.5 / 16;
+	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
+	ack(&cc, 3 * RTT + 1, 4, 2, RTT, 1); /* closes the next window: F = 2/4, sent at 20 us */
 	alpha = 15.0 / 16 * alpha + 0.5 / 16;
 	cwnd *= 1 - alpha / 2;
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
 	/* an unmarked window: alpha decays, no cut; acks below target grow cwnd by
 	 * ai*acked/cwnd, and by BOOST*acked/cwnd more while rtt is at min_rtt (no queue) */
-	ack(&cc, 2 * RTT + 100, 1, 0, RTT, 2);
+	ack(&cc, 3 * RTT + 100, 1, 0, RTT, 2);
 	cwnd += AI * 4096 / cwnd;
 	cwnd += BOOST * 4096 / cwnd;
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
-	ack(&cc, 3 * RTT + 100, 1, 0, RTT + 1000, 2); /* window closes with F = 0; 1 us queue */
+	ack(&cc, 4 * RTT + 100, 1, 0, RTT + 1000, 2); /* window closes with F = 0; 1 us queue */
 	alpha = 15.0 / 16 * alpha;
 	cwnd += AI * 4096 / cwnd;
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
 	/* a lightly marked window (1 of 16) cuts by the small alpha, not by half */
-	ack(&cc, 3 * RTT + 200, 15, 0, RTT + 1000, 3);
+	ack(&cc, 4 * RTT + 200, 15, 0, RTT + 1000, 3);
 	cwnd += AI * 15 * 4096 / cwnd;
-	ack(&cc, 4 * RTT + 400, 1, 1, RTT, 3); /* srtt grew to ~10.2 us: the window closes */
+	ack(&cc, 5 * RTT + 400, 1, 1, RTT, 3); /* srtt grew to ~10.2 us: the window closes */
 	alpha = 15.0 / 16 * alpha + (1.0 / 16) / 16;
 	cwnd *= 1 - alpha / 2;
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
-	assert_true(alpha < 0.95 && alpha > 0.85);
+	assert_true(alpha < 0.85 && alpha > 0.8);
 }
 
-/* Swift: rtt above target -> cwnd *= max(1 - 0.8 (rtt - target)/rtt, 0.5), once per srtt and
- * only on a packet sent after the previous cut; target = 12 us + flow scaling of cwnd. */
+/* Swift: rtt above target -> cwnd *= max(1 - 0.5 (rtt - target)/rtt, 0.5), once per srtt and
+ * only on a packet sent at least one srtt after the previous cut; target = 12 us + flow scaling of cwnd. */
 static void test_delay_reaction(void **state)
 {
 	struct mr_cc cc;
@@ -143,7 +148,7 @@ static void test_delay_reaction(void **state)
 	assert_true(t > 12200 && t < 12300); /* ~30 packets: +0.26 us */
 	ack(&cc, 1000, 1, 0, 20000, 0); /* 20 us against a ~12.3 us target */
 	srtt = 20000.0;                 /* the first sample initialises srtt */
-	cwnd *= 1 - 0.8 * (20000.0 - (uint64_t)t) / 20000.0;
+	cwnd *= 1 - 0.5 * (20000.0 - (uint64_t)t) / 20000.0;
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
 	assert_true(cc.rate_bps == rate_of(cwnd, srtt));
 	/* still high within one srtt: no second cut, and no increase either */
@@ -154,28 +159,36 @@ static void test_delay_reaction(void **state)
 	ack(&cc, 1000 + 30000, 1, 0, 100000, 0);
 	srtt += (100000.0 - srtt) / 8;
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
-	/* a huge delay on a packet sent after the cut: limited to max_mdf = 0.5 */
-	ack(&cc, 1000 + 100000, 1, 0, 100000, 0);
+	/* sent after the cut but within one srtt (~30 us) of it: the queue the cut leaves is
+	 * still draining, no cut */
+	ack(&cc, 1000 + 105000, 1, 0, 100000, 0);
 	srtt += (100000.0 - srtt) / 8;
-	cwnd *= 0.5;
+	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
+	/* a huge delay on a packet sent one srtt (~46 us) after the cut: cut by the excess (with
+	 * beta 0.5 the max_mdf 0.5 floor is never reached) */
+	t = (double)(uint64_t)target_of(cwnd);
+	ack(&cc, 1000 + 150000, 1, 0, 100000, 0);
+	srtt += (100000.0 - srtt) / 8;
+	cwnd *= 1 - 0.5 * (100000.0 - t) / 100000.0;
+	assert_true(cwnd < 0.57 * 100825.0 && cwnd > 0.55 * 100825.0);
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
 	assert_true(cc.rate_bps == rate_of(cwnd, srtt));
 	/* below target (11 us, 1 us above min_rtt 10 us... min is 20 us here): additive increase
 	 * plus the no-queue boost (11 us < min_rtt 20 us + 1 us) */
-	ack(&cc, 110000, 2, 0, 11000, 0);
+	ack(&cc, 160000, 2, 0, 11000, 0);
 	srtt += (11000.0 - srtt) / 8;
 	cwnd += AI * 8192 / cwnd;
 	cwnd += BOOST * 8192 / cwnd;
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
 	assert_true(cc.rate_bps == rate_of(cwnd, srtt));
 	/* below target, 1 us above the new min_rtt (11 us): additive increase only */
-	ack(&cc, 111000, 2, 0, 12000, 0);
+	ack(&cc, 161000, 2, 0, 12000, 0);
 	srtt += (12000.0 - srtt) / 8;
 	cwnd += AI * 8192 / cwnd;
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
 	/* exactly at target counts as "above" (cut factor 1 -> no cut, no increase) */
 	uint64_t before = cc.cwnd_bytes;
-	ack(&cc, 112000, 1, 0, (uint64_t)target_of(cwnd), 0);
+	ack(&cc, 162000, 1, 0, (uint64_t)target_of(cwnd), 0);
 	assert_true(cc.cwnd_bytes == before);
 	/* small windows get a higher target (Swift 3.5): at 1 packet, +2.94 us */
 	t = target_of(4096.0) - (double)TARGET;
