@@ -61,6 +61,10 @@ struct mr_mrcc {
 	uint64_t base_rtt, target;
 	uint64_t win_end, last_cut, decay_deadline, last_congested;
 	bool have_rtt, have_cut, have_congested;
+	/* Standing RTT (Copa): minimum over the current and the previous bucket of srtt/4. */
+	double st_cur, st_prev;
+	uint64_t st_start;
+	bool have_st;
 	uint64_t ecn_cuts, delay_cuts, loss_cuts, timeouts, bad_acks;
 };
 
@@ -196,6 +200,36 @@ static uint64_t mr_mrcc_target(const struct mr_cc *cc)
 	return (uint64_t)t;
 }
 
+/* The delay signal is the standing RTT, the smallest sample of the last srtt/4..srtt/2 (Copa,
+ * Arun and Balakrishnan, NSDI'18, 2.1: "RTTstanding", the minimum over srtt/2, so that ACK
+ * compression and delayed ACKs are not read as queueing). A standing queue raises every sample
+ * and so the minimum; software endpoints' scheduling noise (a poller asleep or descheduled:
+ * the endpoint delay Swift keeps apart from fabric delay) raises some samples only. On a
+ * fabric with one ACK per RTT it is the sample itself. */
+static uint64_t mr_mrcc_standing(struct mr_mrcc *m, double s, uint64_t now)
+{
+	uint64_t bucket = (uint64_t)(m->srtt / 4.0);
+
+	if (bucket > m->target / 4)
+		bucket = m->target / 4; /* not stretched by the inflated srtt of a stall */
+	double st;
+
+	if (!m->have_st || now - m->st_start >= 2 * bucket) {
+		m->st_prev = s; /* both buckets expired */
+		m->st_cur = s;
+		m->st_start = now;
+		m->have_st = true;
+	} else if (now - m->st_start >= bucket) {
+		m->st_prev = m->st_cur;
+		m->st_cur = s;
+		m->st_start = now;
+	} else if (s < m->st_cur) {
+		m->st_cur = s;
+	}
+	st = m->st_cur < m->st_prev ? m->st_cur : m->st_prev;
+	return (uint64_t)st;
+}
+
 /* Apply a multiplicative cut at most once per srtt (Swift: "at most once per RTT"). */
 static bool mr_mrcc_cut(struct mr_mrcc *m, uint64_t now, double factor)
 {
@@ -214,7 +248,7 @@ static void mr_mrcc_on_ack(struct mr_cc *cc, const struct mr_cc_ack *ack)
 	uint32_t ce = ack->ce_pkts;
 	double frac = 0, ecn_factor = 1.0, delay_factor = 1.0;
 	bool have_rtt = ack->rtt_ns != 0;
-	uint64_t target;
+	uint64_t target, sig = 0;
 
 	if (ack->acked_pkts == 0 && ack->acked_bytes == 0 && !have_rtt)
 		return;
@@ -225,13 +259,21 @@ static void mr_mrcc_on_ack(struct mr_cc *cc, const struct mr_cc_ack *ack)
 	if (ack->acked_pkts)
 		frac = (double)ce / (double)ack->acked_pkts;
 	if (have_rtt) {
-		double s = (double)ack->rtt_ns;
+		double s = (double)ack->rtt_ns, se = s;
 
-		m->srtt = m->have_rtt ? m->srtt + (s - m->srtt) / 8.0 : s;
+		/* The pacing RTT moves by at most 1/8 of srtt per sample: a host stall (software
+		 * endpoints: tens to hundreds of ms, Swift's endpoint delay) would otherwise leave
+		 * srtt, and with it the pacing rate cwnd/srtt, a thousand times off for hundreds of
+		 * ACKs. A real queue raises every sample and still moves srtt geometrically. */
+		if (m->have_rtt && se > 2.0 * m->srtt)
+			se = 2.0 * m->srtt;
+		m->srtt = m->have_rtt ? m->srtt + (se - m->srtt) / 8.0 : s;
 		if (!m->have_rtt || s < m->min_rtt)
 			m->min_rtt = s;
 		m->have_rtt = true;
 	}
+	if (have_rtt)
+		sig = mr_mrcc_standing(m, (double)ack->rtt_ns, now);
 	if (ack->path < cc->p.n_paths)
 		mr_mrcc_path_update(cc, ack->path, (uint16_t)(frac * 65535.0 + 0.5), ack->rtt_ns,
 				    have_rtt, now);
@@ -255,12 +297,12 @@ static void mr_mrcc_on_ack(struct mr_cc *cc, const struct mr_cc_ack *ack)
 	}
 	/* Swift: delay above target asks for a cut proportional to the excess. */
 	target = mr_mrcc_target(cc);
-	if (ce > 0 || (have_rtt && ack->rtt_ns >= target)) {
+	if (ce > 0 || (have_rtt && sig >= target)) {
 		m->last_congested = now;
 		m->have_congested = true;
 	}
-	if (have_rtt && ack->rtt_ns >= target) {
-		double ex = (double)(ack->rtt_ns - target) / (double)ack->rtt_ns;
+	if (have_rtt && sig >= target) {
+		double ex = (double)(sig - target) / (double)sig;
 
 		delay_factor = 1.0 - MR_MRCC_BETA * ex;
 		if (delay_factor < 1.0 - MR_MRCC_MAX_MDF)
@@ -285,7 +327,7 @@ static void mr_mrcc_on_ack(struct mr_cc *cc, const struct mr_cc_ack *ack)
 			else
 				m->delay_cuts++;
 		}
-	} else if (ce == 0 && (!have_rtt || ack->rtt_ns < target)) {
+	} else if (ce == 0 && (!have_rtt || sig < target)) {
 		/* Additive increase: ai bytes per RTT worth of acknowledgements. */
 		m->cwnd += m->ai * (double)ack->acked_bytes / m->cwnd;
 		/* A sample within MR_MRCC_EMPTY_Q_NS of the minimum RTT means no standing
@@ -294,8 +336,7 @@ static void mr_mrcc_on_ack(struct mr_cc *cc, const struct mr_cc_ack *ack)
 		 * and TIMELY's HAI (SIGCOMM'15) do below their targets. It stays additive
 		 * (MTU/BOOST_DIV per RTT): a multiplicative one starves late flows (measured
 		 * in tests/cc cc_model: Jain 0.39 at N=8). */
-		if (have_rtt && m->have_rtt &&
-		    (double)ack->rtt_ns < m->min_rtt + (double)MR_MRCC_EMPTY_Q_NS)
+		if (have_rtt && m->have_rtt && (double)sig < m->min_rtt + (double)MR_MRCC_EMPTY_Q_NS)
 			m->cwnd += (double)cc->p.mtu / MR_MRCC_BOOST_DIV *
 				   (double)ack->acked_bytes / m->cwnd;
 	}

@@ -126,3 +126,19 @@ void mrt_path_loss(struct mr_qp *qp, uint16_t p, uint64_t now)
 	if (p < qp->mrt->req.n_paths && qp->mrt->req.n_paths > 1)
 		mrt_path_cool(qp, p, now, MRT_PEN_LOSS);
 }
+
+/* UDP source port of entropy p. The sprayed ports are base + 0..n-1 (rc.h, n <= 256); A17.3.3
+ * leaves the source port to the sender, and it must stay a valid, nonzero 16-bit port that
+ * differs per entropy. A base near 65535 would wrap to 0, 1, ... (0 meaning "the path's
+ * default port" to the frame builder), so the overflow continues at the bottom of the
+ * dynamic range instead (RFC 6335 6: 49152-65535, where RoCE v2 senders take their source
+ * ports). The wrapped ports [0xC000, 0xC000 + overflow) stay below base, which is above
+ * 0xFF00 whenever a wrap happens: all n ports remain distinct. */
+uint16_t mrt_udp_sport(uint16_t base, uint16_t p)
+{
+	uint32_t s = (uint32_t)base + p;
+
+	if (s <= UINT16_MAX)
+		return (uint16_t)s;
+	return (uint16_t)(MRT_SPORT_WRAP_BASE + (s - (UINT16_MAX + 1u)));
+}

@@ -37,6 +37,11 @@
 /* RTO floor with an RTT estimate (the QP's IBA timeout is the ceiling, C9-141). */
 #define MRT_RTO_MIN_NS 100000u
 #define MRT_RTO_MAX_SHIFT 16u
+/* RFC 6298's G (rack.c mrt_gran_note): the endpoints' scheduling granularity, learnt as the
+ * largest RTT excursion above min RTT; it halves every MRT_GRAN_HALFLIFE smoothed RTTs without
+ * a larger one. */
+#define MRT_GRAN_HALFLIFE 4096u
+#define MRT_GRAN_ACKTO_MULT 4u
 /* Entropy: recycle queue length, cooldown of a lossy / marked path. */
 #define MRT_RECYCLE 64u
 #define MRT_COOL_MIN_NS 50000u
@@ -44,6 +49,8 @@
 #define MRT_PEN_LOSS 64u
 #define MRT_PEN_ECN 16u
 #define MRT_PEN_RTT 4u
+/* Source ports past 65535 continue here (entropy.c mrt_udp_sport). */
+#define MRT_SPORT_WRAP_BASE 0xc000u
 
 /* Scoreboard entry flags. */
 enum {
@@ -110,6 +117,15 @@ struct mrt_req {
 	bool rd_rack_valid;
 	uint32_t rd_rack_psn;
 	bool in_rto;          /* marking everything lost: no per-packet loss signals */
+	/* RFC 6298 G (host scheduling granularity, rack.c) and the Eifel detection of a spurious
+	 * timeout (RFC 3522 / RFC 4015): MRETH.ts at the first RTO of a series, and the congestion
+	 * state before it (restored when the timeout proves spurious). */
+	uint64_t gran, gran_ts;
+	bool eifel_pending;
+	bool eifel_hit;       /* a PSN the timeout marked lost was acknowledged before its resend */
+	uint32_t eifel_ts;
+	bool cc_undo_valid;
+	struct mr_cc cc_undo;
 	uint32_t reo_mult, reo_persist;
 	uint64_t reo_last_inc, reo_last_dec;
 	uint64_t reo_extent;  /* largest lateness seen on a spurious loss declaration */
@@ -119,6 +135,7 @@ struct mrt_req {
 	bool tlp_fire, tlp_out;
 	uint32_t backoff;
 	uint8_t retry_left, rnr_left;
+	uint64_t progress_ts; /* last forward progress, or idle (mrt_arm_timers) */
 	bool rnr_wait;
 	uint64_t rnr_until;
 	uint32_t cap_pkts;    /* in-flight cap: max_inflight and the ring */
@@ -189,6 +206,7 @@ void mrt_path_good(struct mr_qp *qp, uint16_t p);
 void mrt_path_ecn(struct mr_qp *qp, uint16_t p, uint64_t now);
 void mrt_path_slow(struct mr_qp *qp, uint16_t p);
 void mrt_path_loss(struct mr_qp *qp, uint16_t p, uint64_t now);
+uint16_t mrt_udp_sport(uint16_t base, uint16_t p);
 
 /* ---- sack_scoreboard.c ---- */
 /* Mark psn ACKED (and DONE unless it is a READ chunk or an atomic). Returns true if new. */
@@ -196,6 +214,8 @@ bool mrt_sb_ack(struct mr_qp *qp, uint32_t psn, uint32_t echo_ts, uint64_t now,
 		uint32_t *bytes);
 void mrt_sb_done(struct mr_qp *qp, uint32_t psn, uint64_t now);
 void mrt_sb_lost(struct mr_qp *qp, uint32_t psn, uint64_t now);
+/* Undo a loss declaration not acted on yet: psn is in flight again. Returns true if it was LOST. */
+bool mrt_sb_unlost(struct mr_qp *qp, uint32_t psn);
 void mrt_sb_pipe_out(struct mr_qp *qp, struct mrt_txe *e);
 bool mrt_sb_in_flight(const struct mr_qp *qp, uint32_t psn); /* una <= psn < nxt */
 bool mrt_txe_is_rd_atomic(const struct mr_qp *qp, const struct mrt_txe *e);
@@ -203,7 +223,10 @@ bool mrt_txe_is_rd_atomic(const struct mr_qp *qp, const struct mrt_txe *e);
 void mrt_rx_sack(const struct mr_qp *qp, uint8_t bitmap[16]);
 
 /* ---- rack.c ---- */
-void mrt_rtt_sample(struct mr_qp *qp, uint64_t rtt);
+void mrt_rtt_sample(struct mr_qp *qp, uint64_t rtt, uint64_t now);
+/* Eifel (RFC 3522 / 4015) on an ACK of new data echoing echo_ts, with that ACK's RTT sample.
+ * Returns true if it proved the last timeout spurious (the response is applied). */
+bool mrt_rto_eifel(struct mr_qp *qp, uint32_t echo_ts, uint64_t rtt, uint64_t now);
 void mrt_rack_update(struct mr_qp *qp, const struct mrt_txe *e, uint32_t psn, uint64_t now);
 void mrt_rack_detect(struct mr_qp *qp, uint64_t now);
 void mrt_rack_spurious(struct mr_qp *qp, uint64_t now, uint64_t sent_ts);
@@ -229,6 +252,8 @@ void mrt_resp_on_timer(struct mr_qp *qp, uint64_t now);
 void mrt_cc_ack(struct mr_qp *qp, const struct mr_cc_ack *ack);
 void mrt_cc_loss(struct mr_qp *qp, uint64_t now, uint32_t bytes, uint16_t path);
 void mrt_cc_timeout(struct mr_qp *qp, uint64_t now);
+/* RFC 4015 3.2: restore the congestion state saved at the first timeout of a series. */
+void mrt_cc_undo_timeout(struct mr_qp *qp);
 uint32_t mrt_cc_path_penalty(const struct mr_qp *qp, uint16_t p);
 /* After a send: will the controller hold the next packet back for at least gap_ns (window
  * full with inflight_bytes, or pacing)? */

@@ -25,7 +25,7 @@ static uint32_t mrt_build(struct mr_qp *qp, uint32_t psn, struct mrt_txe *e, uin
 
 	memset(out, 0, sizeof(*out));
 	out->path = &qp->attr.path;
-	out->udp_sport = (uint16_t)(qp->attr.path.udp_sport + path);
+	out->udp_sport = mrt_udp_sport(qp->attr.path.udp_sport, path);
 	h->pkey = 0xffff;
 	h->dqpn = qp->attr.dest_qp_num;
 	h->psn = psn;
@@ -226,6 +226,8 @@ static int mrt_new(struct mr_qp *qp, uint64_t now, uint8_t mflags, struct mr_tx_
 	}
 	if (rd)
 		r->rd_out++;
+	if (r->una == r->nxt)
+		r->progress_ts = now; /* a flight starts: the retry budget counts from here */
 	n = mrt_build(qp, r->nxt, e, now, mflags, out);
 	r->nxt = mr_psn_add(r->nxt, 1);
 	mrt_sent(qp, e, now, n, out);
@@ -414,7 +416,9 @@ static void mrt_req_ack(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now
 	if (pkts > 0) {
 		/* Swift-style delay sample from the echoed timestamp (256 ns units). */
 		rtt = (uint64_t)((mrt_ts(now) - h->mreth.ts) & 0xffffffffu) << 8;
-		mrt_rtt_sample(qp, rtt);
+		mrt_rtt_sample(qp, rtt, now);
+		if (mrt_rto_eifel(qp, h->mreth.ts, rtt, now))
+			rc_sched_req(qp);
 		if (ece)
 			mrt_path_ecn(qp, h->mreth.path, now);
 		else if (rtt > 2 * r->min_rtt + 4 * MRT_REO_MIN_NS)

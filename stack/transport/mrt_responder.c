@@ -432,13 +432,23 @@ void mrt_resp_rx(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now)
 		qp->stats.dropped++; /* beyond any window the requester may use */
 		return;
 	}
-	s->echo_ts = h->mreth.ts;
-	s->echo_path = h->mreth.path;
-	s->echo_ece = ce;
 	if (d < 0 || (*mrt_rx_flag(qp, h->psn) & MRT_RX_RCVD)) {
+		/* A duplicate's timestamp is echoed (the D-SACK stand-in, rack.c) unless an ACK
+		 * for new data is already waiting: that ACK must echo the new data's timestamp,
+		 * or a late original followed by its resend (a host stall, a spurious timeout)
+		 * would look, to the requester's Eifel test (RFC 3522), like a resend that was
+		 * needed. */
+		if (!s->ack_pending && s->unacked == 0) {
+			s->echo_ts = h->mreth.ts;
+			s->echo_path = h->mreth.path;
+			s->echo_ece = ce;
+		}
 		mrt_rx_duplicate(qp, pkt, b);
 		return;
 	}
+	s->echo_ts = h->mreth.ts;
+	s->echo_path = h->mreth.path;
+	s->echo_ece = ce;
 	if (d > 0)
 		qp->stats.out_of_sequence++;
 	switch (b) {
@@ -536,7 +546,7 @@ static void mrt_fill_ack(struct mr_qp *qp, struct mr_tx_pkt *out)
 	h->mreth.ts = s->echo_ts;
 	h->mreth.path = (uint8_t)s->echo_path;
 	h->mreth.flags = s->echo_ece ? MR_MRETH_ECE : 0;
-	out->udp_sport = (uint16_t)(qp->attr.path.udp_sport + s->echo_path);
+	out->udp_sport = mrt_udp_sport(qp->attr.path.udp_sport, s->echo_path);
 	h->sack.base = s->nxt;
 	mrt_rx_sack(qp, h->sack.bitmap);
 	h->sack.ce_count = (uint16_t)(s->ce_count > 0xffff ? 0xffff : s->ce_count);

@@ -115,8 +115,31 @@ void mrt_cc_loss(struct mr_qp *qp, uint64_t now, uint32_t bytes, uint16_t path)
 
 void mrt_cc_timeout(struct mr_qp *qp, uint64_t now)
 {
-	if (qp->cc_on && qp->cc.ops && qp->cc.ops->on_timeout)
-		qp->cc.ops->on_timeout(&qp->cc, now);
+	struct mrt_req *r = &qp->mrt->req;
+
+	if (!qp->cc_on || !qp->cc.ops || !qp->cc.ops->on_timeout)
+		return;
+	/* RFC 4015 3.2: keep what the timeout is about to reduce, for the Eifel response. */
+	if (!r->cc_undo_valid) {
+		r->cc_undo = qp->cc;
+		r->cc_undo_valid = true;
+	}
+	qp->cc.ops->on_timeout(&qp->cc, now);
+}
+
+void mrt_cc_undo_timeout(struct mr_qp *qp)
+{
+	struct mrt_req *r = &qp->mrt->req;
+	uint64_t next = qp->cc.next_send_ns;
+
+	if (!qp->cc_on || !r->cc_undo_valid)
+		return;
+	r->cc_undo_valid = false;
+	/* The whole controller state goes back (window, rate, the algorithm's estimators): only
+	 * a timeout and the resends it caused happened since. The pacing clock stays: packets
+	 * have left meanwhile. */
+	qp->cc = r->cc_undo;
+	qp->cc.next_send_ns = next;
 }
 
 uint32_t mrt_cc_path_penalty(const struct mr_qp *qp, uint16_t p)

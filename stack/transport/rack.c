@@ -11,7 +11,40 @@
  */
 #include "mrt_internal.h"
 
-void mrt_rtt_sample(struct mr_qp *qp, uint64_t rtt)
+/* RFC 6298 2.4 adds G, the clock granularity, to the variance term: RTO = SRTT + max(G,
+ * 4*RTTVAR). For software endpoints the granularity that matters is the hosts' scheduling: a
+ * poller descheduled for a time slice delays every ACK by that much (RTT p50 ~200 us, p99
+ * several ms on a busy 2-core host), at intervals far longer than RTTVAR's memory of a few
+ * samples, so 4*RTTVAR alone times out spuriously at every stall. G is therefore learnt: the
+ * largest excursion of an RTT sample above min RTT seen recently (after a spurious timeout,
+ * twice the late sample: mrt_rto_eifel), halving every MRT_GRAN_HALFLIFE smoothed RTTs (at
+ * least MRT_GRAN_ACKTO_MULT local ACK timeouts) without a larger one. It is ~0 on a simulated
+ * or unloaded fabric (the RTO stays at SRTT + 4*RTTVAR there) and grows with the observed
+ * stalls, so the floor scales with the measured variability, not with a constant. */
+static void mrt_gran_note(const struct mr_qp *qp, struct mrt_req *r, uint64_t exc, uint64_t now)
+{
+	uint64_t hl = MRT_GRAN_HALFLIFE * (r->srtt > 0 ? r->srtt : 1), n;
+	uint64_t ack_to = mr_ack_timeout_ns(qp->attr.timeout);
+
+	/* Host stalls recur on the scheduler's time scale, not the RTT's: a busy requester's
+	 * srtt of ~10 us would forget a 5 ms stall within 40 ms. The memory is therefore also
+	 * at least MRT_GRAN_ACKTO_MULT local ACK timeouts (IBA 9.7.6.1.3): as long as the
+	 * application told the QP a response may take. */
+	if (ack_to != UINT64_MAX && ack_to * MRT_GRAN_ACKTO_MULT > hl)
+		hl = ack_to * MRT_GRAN_ACKTO_MULT;
+
+	if (r->gran > 0 && now > r->gran_ts && now - r->gran_ts >= hl) {
+		n = (now - r->gran_ts) / hl;
+		r->gran = n >= 64 ? 0 : r->gran >> n;
+		r->gran_ts += n * hl;
+	}
+	if (exc >= r->gran) {
+		r->gran = exc;
+		r->gran_ts = now;
+	}
+}
+
+void mrt_rtt_sample(struct mr_qp *qp, uint64_t rtt, uint64_t now)
 {
 	struct mrt_req *r = &qp->mrt->req;
 
@@ -20,6 +53,8 @@ void mrt_rtt_sample(struct mr_qp *qp, uint64_t rtt)
 		r->rttvar = rtt / 2;
 		r->min_rtt = rtt;
 		r->have_rtt = true;
+		r->gran = 0;
+		r->gran_ts = now;
 		return;
 	}
 	/* RFC 6298 2.3: beta = 1/4, alpha = 1/8. */
@@ -27,6 +62,40 @@ void mrt_rtt_sample(struct mr_qp *qp, uint64_t rtt)
 	r->srtt = (7 * r->srtt + rtt) / 8;
 	if (rtt < r->min_rtt)
 		r->min_rtt = rtt;
+	mrt_gran_note(qp, r, rtt - r->min_rtt, now);
+}
+
+/* Eifel detection (RFC 3522 with timestamps): the first ACK of new data after a timeout
+ * echoes the MRETH.ts of the packet that triggered it; older than the timeout means an
+ * original transmission arrived, so the timeout was spurious (a late ACK, not a loss).
+ * Response (RFC 4015 3.2): restore the congestion state from before the timeout, adapt the
+ * RTO so that a delay this long does not time out again (here: G covers the late sample's
+ * whole RTT), and resume transmission of new data: the PSNs the timeout marked lost and that
+ * were not resent yet are in flight again, not retransmitted. */
+bool mrt_rto_eifel(struct mr_qp *qp, uint32_t echo_ts, uint64_t rtt, uint64_t now)
+{
+	struct mrt_req *r = &qp->mrt->req;
+
+	if (!r->eifel_pending)
+		return false;
+	r->eifel_pending = false;
+	/* Either evidence suffices: the echo is older than the timeout, or a PSN the timeout
+	 * marked lost was acknowledged while still waiting for its resend. */
+	if (!r->eifel_hit && (int32_t)(echo_ts - r->eifel_ts) >= 0) {
+		r->cc_undo_valid = false; /* a genuine timeout: keep the response */
+		return false;
+	}
+	mrt_cc_undo_timeout(qp);
+	/* RFC 4015 3.2 sets SRTT = max(SRTT, sample), RTTVAR = max(RTTVAR, sample / 2): an RTO of
+	 * at least three times the late sample. The same bound through G, which decays slowly,
+	 * instead of through the estimators, which forget it within a few samples. */
+	if (2 * rtt > r->gran) {
+		r->gran = 2 * rtt;
+		r->gran_ts = now;
+	}
+	for (uint32_t psn = r->una; psn != r->nxt; psn = mr_psn_add(psn, 1))
+		mrt_sb_unlost(qp, psn);
+	return true;
 }
 
 /* RFC 8985 6.2 step 2: remember the most recently sent packet that was delivered. */
@@ -186,7 +255,8 @@ uint64_t mrt_rto(const struct mr_qp *qp)
 
 	if (ceil == UINT64_MAX || !r->have_rtt)
 		return ceil; /* IBA C9-141: timeout 0 means no RTO at all */
-	est = r->srtt + 4 * r->rttvar;
+	/* RFC 6298 2.3: SRTT + max(G, 4*RTTVAR), G the scheduling granularity above. */
+	est = r->srtt + (r->gran > 4 * r->rttvar ? r->gran : 4 * r->rttvar);
 	if (est < MRT_RTO_MIN_NS)
 		est = MRT_RTO_MIN_NS;
 	return est < ceil ? est : ceil;
@@ -210,6 +280,8 @@ void mrt_arm_timers(struct mr_qp *qp, uint64_t now, bool progress)
 	struct mrt_req *r = &qp->mrt->req;
 	uint64_t pto;
 
+	if (progress || r->una == r->nxt)
+		r->progress_ts = now; /* the peer's silence (mrt_on_rto) counts from here */
 	if (r->una == r->nxt || r->rnr_wait) {
 		r->rto_deadline = r->tlp_deadline = UINT64_MAX;
 		r->tlp_out = false;
@@ -236,13 +308,27 @@ static void mrt_on_rto(struct mr_qp *qp, uint64_t now)
 	struct mrt_req *r = &qp->mrt->req;
 
 	qp->stats.timeouts++;
-	/* IBA 9.7.6.1.3: retry_cnt consecutive timeouts, then a retry-exceeded error. */
-	if (r->retry_left == 0) {
+	/* IBA 9.7.6.1.3: retry_cnt consecutive timeouts, then a retry-exceeded error. The
+	 * application sized that budget in Local ACK Timeouts (C9-141: 4.096 us x 2^timeout);
+	 * MetaRoCE's RTO adapts far below it, so its timeouts count against retry_cnt only
+	 * once the peer has also been silent for (retry_cnt + 1) Local ACK Timeouts: a host
+	 * stall fails the QP no sooner than it would fail plain RC. */
+	if (r->retry_left == 0 &&
+	    now - r->progress_ts >= (uint64_t)(qp->attr.retry_cnt + 1) *
+				    mr_ack_timeout_ns(qp->attr.timeout)) {
 		rc_sq_at(qp, qp->sq_head)->status = MR_WC_RETRY_EXC_ERR;
 		rc_qp_to_err(qp);
 		return;
 	}
-	r->retry_left--;
+	if (r->retry_left > 0)
+		r->retry_left--;
+	/* RFC 4015: remember the first timeout of a series for the Eifel test (mrt_rto_eifel). */
+	if (r->backoff == 0) {
+		r->eifel_pending = true;
+		r->eifel_hit = false;
+		r->eifel_ts = mrt_ts(now);
+		r->cc_undo_valid = false; /* mrt_cc_timeout saves the state from before this one */
+	}
 	if (r->backoff < MRT_RTO_MAX_SHIFT)
 		r->backoff++;
 	/* Everything outstanding is presumed lost (RFC 6298 5.4 / RFC 8985 8), resent

@@ -56,8 +56,12 @@ bool mrt_sb_ack(struct mr_qp *qp, uint32_t psn, uint32_t echo_ts, uint64_t now, 
 		return false;
 	e->flags |= MRT_TX_ACKED;
 	if (e->flags & MRT_TX_LOST) {
-		/* Declared lost, arrived before we resent it: reordering beyond the window. */
-		mrt_rack_spurious(qp, now, e->xmit_ts);
+		/* Declared lost, arrived before we resent it: reordering beyond the window, or,
+		 * after a timeout, proof that it was spurious (rack.c mrt_rto_eifel). */
+		if (r->eifel_pending)
+			r->eifel_hit = true;
+		else
+			mrt_rack_spurious(qp, now, e->xmit_ts);
 	} else if ((e->flags & MRT_TX_RETX) && mrt_ts_before(echo_ts, mrt_ts(e->xmit_ts))) {
 		/* The copy before the resend is the one that arrived. */
 		e->flags |= MRT_TX_SPUR;
@@ -111,6 +115,24 @@ void mrt_sb_lost(struct mr_qp *qp, uint32_t psn, uint64_t now)
 		mrt_path_loss(qp, e->path, now);
 		mrt_cc_loss(qp, now, e->len, e->path);
 	}
+}
+
+/* The packet was presumed lost but not resent yet (RFC 4015 response to a spurious timeout):
+ * it counts in flight again, as before the declaration. */
+bool mrt_sb_unlost(struct mr_qp *qp, uint32_t psn)
+{
+	struct mrt_req *r = &qp->mrt->req;
+	struct mrt_txe *e = mrt_sb(qp, psn);
+
+	if (!(e->flags & MRT_TX_LOST) || (e->flags & MRT_TX_DONE))
+		return false;
+	mrt_sb_unlose(qp, e);
+	if (!(e->flags & MRT_TX_PIPE)) {
+		e->flags |= MRT_TX_PIPE;
+		r->pipe++;
+		r->pipe_bytes += mrt_txe_is_rd_atomic(qp, e) ? 0 : e->len;
+	}
+	return true;
 }
 
 void mrt_rx_sack(const struct mr_qp *qp, uint8_t bitmap[16])

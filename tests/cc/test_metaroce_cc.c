@@ -26,6 +26,15 @@
 #define BOOST 2048.0  /* extra increase per RTT while rtt < min_rtt + 1 us: MTU / 2 */
 
 /* Swift flow scaling (SIGCOMM'20 3.5): fs_range 10 us between 0.1 and 100 packets. */
+/* The controller's pacing RTT: EWMA 1/8 of samples clamped at twice srtt (a host stall must not
+ * inflate it a thousandfold: metaroce_cc.c). */
+static double srtt_step(double srtt, double s)
+{
+	if (s > 2.0 * srtt)
+		s = 2.0 * srtt;
+	return srtt + (s - srtt) / 8;
+}
+
 static double target_of(double cwnd)
 {
 	double a = 10000.0 / (1.0 / sqrt(0.1) - 1.0 / sqrt(100.0)), b = -a / sqrt(100.0);
@@ -153,22 +162,22 @@ static void test_delay_reaction(void **state)
 	assert_true(cc.rate_bps == rate_of(cwnd, srtt));
 	/* still high within one srtt: no second cut, and no increase either */
 	ack(&cc, 1000 + 11000, 1, 0, 20000, 0); /* 11 us after the cut, srtt 20 us */
-	srtt += (20000.0 - srtt) / 8;
+	srtt = srtt_step(srtt, 20000.0);
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
 	/* one srtt later but the packet left before the cut: it shows the old queue, no cut */
 	ack(&cc, 1000 + 30000, 1, 0, 100000, 0);
-	srtt += (100000.0 - srtt) / 8;
+	srtt = srtt_step(srtt, 100000.0);
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
 	/* sent after the cut but within one srtt (~30 us) of it: the queue the cut leaves is
 	 * still draining, no cut */
 	ack(&cc, 1000 + 105000, 1, 0, 100000, 0);
-	srtt += (100000.0 - srtt) / 8;
+	srtt = srtt_step(srtt, 100000.0);
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
 	/* a huge delay on a packet sent one srtt (~46 us) after the cut: cut by the excess (with
 	 * beta 0.5 the max_mdf 0.5 floor is never reached) */
 	t = (double)(uint64_t)target_of(cwnd);
 	ack(&cc, 1000 + 150000, 1, 0, 100000, 0);
-	srtt += (100000.0 - srtt) / 8;
+	srtt = srtt_step(srtt, 100000.0);
 	cwnd *= 1 - 0.5 * (100000.0 - t) / 100000.0;
 	assert_true(cwnd < 0.57 * 100825.0 && cwnd > 0.55 * 100825.0);
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
@@ -176,19 +185,27 @@ static void test_delay_reaction(void **state)
 	/* below target (11 us, 1 us above min_rtt 10 us... min is 20 us here): additive increase
 	 * plus the no-queue boost (11 us < min_rtt 20 us + 1 us) */
 	ack(&cc, 160000, 2, 0, 11000, 0);
-	srtt += (11000.0 - srtt) / 8;
+	srtt = srtt_step(srtt, 11000.0);
 	cwnd += AI * 8192 / cwnd;
 	cwnd += BOOST * 8192 / cwnd;
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
 	assert_true(cc.rate_bps == rate_of(cwnd, srtt));
-	/* below target, 1 us above the new min_rtt (11 us): additive increase only */
+	/* 12 us, 1 us after the 11 us sample: the delay signal is the standing RTT (Copa: the
+	 * minimum over the last srtt/4..srtt/2), still 11 us: increase and boost again */
 	ack(&cc, 161000, 2, 0, 12000, 0);
-	srtt += (12000.0 - srtt) / 8;
+	srtt = srtt_step(srtt, 12000.0);
+	cwnd += AI * 8192 / cwnd;
+	cwnd += BOOST * 8192 / cwnd;
+	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
+	/* a lone 12 us sample once both buckets expired: 1 us above min_rtt (11 us), additive
+	 * increase only */
+	ack(&cc, 200000, 2, 0, 12000, 0);
+	srtt = srtt_step(srtt, 12000.0);
 	cwnd += AI * 8192 / cwnd;
 	assert_true(cc.cwnd_bytes == (uint64_t)cwnd);
 	/* exactly at target counts as "above" (cut factor 1 -> no cut, no increase) */
 	uint64_t before = cc.cwnd_bytes;
-	ack(&cc, 162000, 1, 0, (uint64_t)target_of(cwnd), 0);
+	ack(&cc, 240000, 1, 0, (uint64_t)target_of(cwnd), 0);
 	assert_true(cc.cwnd_bytes == before);
 	/* small windows get a higher target (Swift 3.5): at 1 packet, +2.94 us */
 	t = target_of(4096.0) - (double)TARGET;

@@ -437,6 +437,231 @@ static void test_sack_opens_window_for_lost(void **state)
 	write_done(&f);
 }
 
+/* RFC 6298 2.4's G as the hosts' scheduling granularity (rack.c mrt_gran_note): steady 10 us
+ * samples keep the RTO at its floor; one 5 ms stall sample sets G to its excursion above min RTT,
+ * so that once RTTVAR has forgotten the stall the RTO is still SRTT + G; G halves after one
+ * half-life (max(4096 SRTT, 4 local ACK timeouts)) without a larger excursion. */
+static void test_rto_learns_stalls(void **state)
+{
+	struct tw_cfg c;
+	struct wfix f;
+	struct mr_qp *qp;
+	struct mrt_req *r;
+	uint64_t t = 1000000, hl;
+
+	(void)state;
+	tw_metaroce_cfg(&c, 4);
+	write_setup(&f, &c, 4096);
+	qp = f.w->s[0].qp;
+	r = req(f.w);
+	for (int i = 0; i < 64; i++)
+		mrt_rtt_sample(qp, 10000, t + (uint64_t)i);
+	assert_int_equal(r->min_rtt, 10000);
+	assert_int_equal(r->gran, 0);
+	assert_int_equal(mrt_rto(qp), MRT_RTO_MIN_NS);
+	mrt_rtt_sample(qp, 5000000, t + 100);
+	assert_int_equal(r->gran, 4990000);
+	assert_true(mrt_rto(qp) >= 4990000 + 10000);
+	for (int i = 0; i < 200; i++)
+		mrt_rtt_sample(qp, 10000, t + 200 + (uint64_t)i);
+	assert_true(4 * r->rttvar < r->gran); /* RTTVAR forgot the stall, G did not */
+	assert_int_equal(mrt_rto(qp), r->srtt + 4990000);
+	/* one half-life later (the ACK timeout term dominates: 4 x 67 ms) */
+	hl = 4096 * r->srtt;
+	if (4 * mr_ack_timeout_ns(c.timeout) > hl)
+		hl = 4 * mr_ack_timeout_ns(c.timeout);
+	assert_int_equal(hl, 4 * mr_ack_timeout_ns(14));
+	mrt_rtt_sample(qp, 10000, t + 100 + hl + hl / 2);
+	assert_int_equal(r->gran, 4990000 / 2);
+	/* a larger excursion replaces it at once */
+	mrt_rtt_sample(qp, 8010000, t + 100 + 2 * hl);
+	assert_int_equal(r->gran, 8000000);
+	tw_pump(f.w, true, 100 * MS);
+	write_done(&f);
+}
+
+/* Lose a whole flight (A->B dropped), let the RTO fire, and return the write's state. */
+static void rto_setup(struct wfix *f, uint32_t *out, uint64_t *cwnd_before, uint64_t *now)
+{
+	struct tw_cfg c;
+	struct mr_qp *qp;
+	struct mrt_req *r;
+
+	tw_metaroce_cfg(&c, 4);
+	c.cc = MR_CC_METAROCE;
+	c.cc_params.line_rate_bps = 100000000000ull;
+	c.cc_params.base_rtt_ns = 10000;
+	write_setup(f, &c, 16 * 4096);
+	f->w->drop_all[0] = true;
+	tw_pump(f->w, true, 20000); /* the paced flight leaves (100 Gb/s), no probe yet */
+	qp = f->w->s[0].qp;
+	r = req(f->w);
+	*out = mrt_psn_dist(r->nxt, r->una);
+	assert_true(*out > 1);
+	assert_int_equal(r->pipe, *out);
+	*cwnd_before = qp->cc.cwnd_bytes;
+	assert_true(r->rto_deadline != UINT64_MAX);
+	*now = r->rto_deadline;
+	mrt_rack_on_timer(qp, *now);
+	assert_int_equal(tw_stats(f->w, 0).timeouts, 1);
+	assert_true(r->eifel_pending);
+	assert_int_equal(r->nlost, *out);
+	assert_int_equal(r->pipe, 0);
+	assert_true(qp->cc.cwnd_bytes < *cwnd_before); /* the timeout halved the window */
+}
+
+static void rto_finish(struct wfix *f, uint64_t now)
+{
+	f->w->now = now;
+	f->w->drop_all[0] = false;
+	tw_pump(f->w, true, 1000 * MS);
+	write_done(f);
+}
+
+/* Eifel (RFC 3522 / 4015): an ACK of new data echoing a timestamp from before the timeout
+ * proves the originals arrived. The response restores the congestion window, puts the PSNs
+ * that were marked lost but not resent back in flight (nothing is resent), and sets G to twice
+ * the late sample so the same delay does not time out again. */
+static void test_spurious_rto_undone(void **state)
+{
+	struct wfix f;
+	struct mrt_req *r;
+	struct mr_qp *qp;
+	uint32_t out;
+	uint64_t cwnd, now;
+
+	(void)state;
+	rto_setup(&f, &out, &cwnd, &now);
+	qp = f.w->s[0].qp;
+	r = req(f.w);
+	assert_true(mrt_rto_eifel(qp, r->eifel_ts - 1, 3000000, now + 10));
+	assert_false(r->eifel_pending);
+	assert_int_equal(r->nlost, 0);
+	assert_int_equal(r->pipe, out);
+	assert_int_equal(qp->cc.cwnd_bytes, cwnd);
+	assert_int_equal(r->gran, 6000000);
+	assert_true(mrt_rto(qp) >= 6000000);
+	/* evaluated once per timeout */
+	assert_false(mrt_rto_eifel(qp, r->eifel_ts - 1, 3000000, now + 20));
+	rto_finish(&f, now + 20);
+}
+
+/* A genuine timeout (the first ACK echoes a resend) keeps its response; so does nothing but
+ * the echo: a PSN the timeout marked lost that is acknowledged before its resend is proof too. */
+static void test_genuine_rto_kept(void **state)
+{
+	struct wfix f;
+	struct mrt_req *r;
+	struct mr_qp *qp;
+	uint32_t out, bytes = 0;
+	uint64_t cwnd, now, cut;
+
+	(void)state;
+	rto_setup(&f, &out, &cwnd, &now);
+	qp = f.w->s[0].qp;
+	r = req(f.w);
+	cut = qp->cc.cwnd_bytes;
+	assert_false(mrt_rto_eifel(qp, r->eifel_ts, 3000000, now + 10));
+	assert_int_equal(r->nlost, out);
+	assert_int_equal(qp->cc.cwnd_bytes, cut);
+	assert_int_equal(r->gran, 0);
+	rto_finish(&f, now + 10);
+
+	rto_setup(&f, &out, &cwnd, &now);
+	qp = f.w->s[0].qp;
+	r = req(f.w);
+	/* the last PSN, still waiting for its resend, is SACKed */
+	assert_true(mrt_sb_ack(qp, mr_psn_add(r->nxt, MR_PSN_MASK), r->eifel_ts, now + 5, &bytes));
+	assert_true(r->eifel_hit);
+	assert_true(mrt_rto_eifel(qp, r->eifel_ts + 1, 3000000, now + 10));
+	assert_int_equal(r->nlost, 0);
+	assert_int_equal(r->pipe, out - 1);
+	assert_int_equal(qp->cc.cwnd_bytes, cwnd);
+	/* that SACK was forged (the packet was dropped), so its bytes never land: finish the
+	 * write without comparing the buffers */
+	f.w->now = now + 10;
+	f.w->drop_all[0] = false;
+	tw_pump(f.w, true, 1000 * MS);
+	assert_memory_equal(f.dst, f.src, f.len - 1024);
+	tw_destroy(f.w);
+	free(f.src);
+	free(f.dst);
+}
+
+/* Source ports past 65535 continue at 0xC000 (entropy.c): never 0, all distinct per QP. */
+static void test_sport_wrap(void **state)
+{
+	struct tw_cfg c;
+	struct wfix f;
+	bool seen[16] = { false };
+
+	(void)state;
+	assert_int_equal(mrt_udp_sport(0xc000, 5), 0xc005);
+	assert_int_equal(mrt_udp_sport(0xffff, 0), 0xffff);
+	assert_int_equal(mrt_udp_sport(0xffff, 1), 0xc000);
+	assert_int_equal(mrt_udp_sport(0xff80, 255), 0xc07f);
+	for (uint32_t base = 0xff00; base <= 0xffff; base++)
+		for (uint32_t p = 0; p < 256; p++) {
+			uint16_t s = mrt_udp_sport((uint16_t)base, (uint16_t)p);
+
+			assert_true(s >= 0xc000);
+			for (uint32_t q = 0; q < p; q++)
+				if (mrt_udp_sport((uint16_t)base, (uint16_t)q) == s)
+					fail();
+		}
+	/* on the wire: a QP whose base is 0xfffa sprays over 8 entropies */
+	tw_metaroce_cfg(&c, 8);
+	c.udp_sport = 0xfffa;
+	write_setup(&f, &c, 64 * 1024);
+	tw_pump(f.w, true, 100 * MS);
+	for (uint32_t i = 0; i < f.w->sent[0]; i++) {
+		uint16_t p = f.w->log[0][i].mreth.path;
+
+		assert_true(p < 8);
+		assert_int_equal(f.w->log_sport[0][i], mrt_udp_sport(0xfffa, p));
+		seen[p] = true;
+	}
+	for (uint32_t i = 0; i < f.w->sent[1]; i++)
+		assert_int_equal(f.w->log_sport[1][i],
+				 mrt_udp_sport(0xfffa, f.w->log[1][i].mreth.path));
+	assert_true(seen[7]); /* 0xfffa + 7 wrapped to 0xc001 was used */
+	write_done(&f);
+}
+
+/* IBA 9.7.6.1.3 retry budget: the adaptive RTO (here ~100 us) fires many times when the peer
+ * falls silent, but the QP fails only once the peer has been silent for (retry_cnt + 1) Local
+ * ACK Timeouts, as plain RC would: a host stall shorter than that is survived. */
+static void test_retry_budget_in_ack_timeouts(void **state)
+{
+	struct tw_cfg c;
+	struct wfix f;
+	struct mr_qp_stats a;
+	struct mr_wc wc;
+	uint64_t t_ack = mr_ack_timeout_ns(10), last_ack;
+
+	(void)state;
+	tw_metaroce_cfg(&c, 4);
+	c.timeout = 10; /* 4.19 ms */
+	c.retry_cnt = 3;
+	write_setup(&f, &c, 64 * 1024);
+	for (uint32_t i = 8; i < TW_MAX_LOG; i++)
+		f.w->act[0][i] = TW_DROP; /* the link dies after 8 packets */
+	tw_pump(f.w, true, 1000 * MS);
+	a = tw_stats(f.w, 0);
+	assert_true(f.w->sent[1] > 0);
+	last_ack = f.w->log_ts[1][f.w->sent[1] - 1];
+	assert_true(mrt_rto(f.w->s[0].qp) < t_ack / 8); /* adaptive, far below the IBA timer */
+	assert_true(a.timeouts > (uint64_t)c.retry_cnt + 1); /* so more timeouts than retries... */
+	assert_int_equal(mr_qp_state(f.w->s[0].qp), MR_QPS_ERR);
+	assert_true(f.w->now - last_ack >= ((uint64_t)c.retry_cnt + 1) * t_ack); /* ...within the budget */
+	assert_true(f.w->now - last_ack < 4 * ((uint64_t)c.retry_cnt + 1) * t_ack);
+	tw_poll(f.w->s[0].scq, 1, &wc);
+	assert_int_equal(wc.status, MR_WC_RETRY_EXC_ERR);
+	tw_destroy(f.w);
+	free(f.src);
+	free(f.dst);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -448,6 +673,11 @@ int main(void)
 		cmocka_unit_test(test_ackreq_when_blocked),
 		cmocka_unit_test(test_tlp_rearms_rto),
 		cmocka_unit_test(test_sack_opens_window_for_lost),
+		cmocka_unit_test(test_rto_learns_stalls),
+		cmocka_unit_test(test_spurious_rto_undone),
+		cmocka_unit_test(test_genuine_rto_kept),
+		cmocka_unit_test(test_sport_wrap),
+		cmocka_unit_test(test_retry_budget_in_ack_timeouts),
 	};
 
 	return cmocka_run_group_tests_name("mrt_tuning", tests, NULL, NULL);
