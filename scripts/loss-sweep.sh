@@ -96,6 +96,9 @@ fi
 # Real-mode hook: every executable in MR_SWEEP_RUNNERS (colon-separated) or
 # scripts/sweep/runners/*.sh is called as `RUNNER OUT_DIR RUNS_JSONL` and appends records with
 # "mode":"real" (same fields) to RUNS_JSONL. See scripts/sweep/README.md.
+# Runners find the binaries through MR_BUILD (runners/real.sh: two metaroced + mrperf; it skips
+# itself unless root; MR_SWEEP_REAL=0 skips it too).
+export MR_BUILD="$build"
 runners=()
 IFS=: read -r -a runners <<<"${MR_SWEEP_RUNNERS:-}"
 for r in "$here"/sweep/runners/*.sh; do [ -x "$r" ] && runners+=("$r"); done

@@ -30,4 +30,7 @@ if [ "$asan" = 1 ]; then
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		meson test -C build-asan --print-errorlogs --num-processes 2 --suite unit --suite sim --suite tools
 fi
+echo "== interop: stock perftest / ibv_rc_pingpong in Linux rxe guests (QEMU) against metaroce =="
+# Boots Debian's kernel with rdma_rxe under TCG; installs its own packages (scripts/rxe).
+meson test -C build --print-errorlogs --num-processes 1 --suite interop
 echo "== all suites passed =="

@@ -4,10 +4,12 @@
 #include "backend.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
+#include "metaroce/shm_abi.h"
 
 /* A QP wrapper: the transport QP plus list linkage for the stats sums. */
 struct be_qp {
@@ -23,7 +25,16 @@ struct mr_backend {
 	struct be_qp *qps;
 	unsigned int nqp;
 	struct mr_qp_stats retired;  /* counters of destroyed QPs, so totals never go back */
+	uint64_t link_bps;           /* port link speed, 0 = unknown */
 };
+
+/* The public MetaRoCE values travel unchanged to the transport (metaroce.h, rc.h, cc.h). */
+_Static_assert((int)MRC_QP_TRANSPORT == (int)MR_QP_TRANSPORT, "transport mask bit");
+_Static_assert(MRC_TRANSPORT_RC == (int)MR_TRANSPORT_RC &&
+	       MRC_TRANSPORT_METAROCE == (int)MR_TRANSPORT_METAROCE, "transport values");
+_Static_assert(MRC_CC_NONE == (int)MR_CC_NONE && MRC_CC_DCQCN == (int)MR_CC_DCQCN &&
+	       MRC_CC_METAROCE == (int)MR_CC_METAROCE, "cc values");
+_Static_assert(MRC_MAX_ENTROPIES == MR_CC_MAX_PATHS, "entropies");
 
 static void stats_add(struct mr_qp_stats *sum, const struct mr_qp_stats *s)
 {
@@ -99,6 +110,25 @@ void mr_backend_destroy(struct mr_backend *be)
 void mr_backend_set_port_up(struct mr_backend *be, bool up)
 {
 	be->port_up = up;
+}
+
+void mr_backend_set_link_rate(struct mr_backend *be, uint64_t bps)
+{
+	be->link_bps = bps;
+}
+
+void mr_backend_cc_params(const struct mr_backend *be, uint32_t path_mtu, uint16_t n_paths,
+			  struct mr_cc_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	/* DCQCN and MetaRoCE CC start at and never exceed the line rate (cc.h); the base RTT
+	 * sizes the BDP window and the delay target. */
+	p->line_rate_bps = be->conf.line_rate_bps ? be->conf.line_rate_bps :
+			   be->link_bps ? be->link_bps : MR_BACKEND_DEFAULT_LINE_RATE_BPS;
+	p->base_rtt_ns = be->conf.base_rtt_ns ? be->conf.base_rtt_ns :
+			 MR_BACKEND_DEFAULT_BASE_RTT_NS;
+	p->mtu = path_mtu;
+	p->n_paths = n_paths ? n_paths : 1;
 }
 
 unsigned int mr_backend_gids(const struct mr_backend *be, uint8_t gid[MRC_MAX_GIDS][16])
@@ -205,7 +235,9 @@ static int b_query_port(void *bep, struct mrc_port_attr *a)
 	a->max_qp = be->conf.max_qp;
 	a->max_qp_wr = 16384;
 	a->max_cq = be->conf.max_cq;
-	a->max_cqe = 65536;
+	/* One source of truth for CQ depth: the shm ring limit that libmetaroce and the shm
+	 * server both enforce (shm_abi.h); b_create_cq refuses more too. */
+	a->max_cqe = MRC_RING_MAX_ENTRIES;
 	a->max_mr = be->conf.max_mr;
 	a->max_pd = be->conf.max_mr;
 	a->max_sge = MR_MAX_SGE;
@@ -256,6 +288,8 @@ static int b_create_cq(void *bep, uint32_t depth, void **cq)
 {
 	struct mr_backend *be = bep;
 
+	if (depth == 0 || depth > MRC_RING_MAX_ENTRIES) /* what b_query_port advertises */
+		return -EINVAL;
 	errno = 0;
 	*cq = mr_cq_create(be->conf.ctx, depth);
 	return *cq != NULL ? 0 : (errno ? -errno : -ENOMEM);
@@ -311,10 +345,14 @@ static int b_destroy_qp(void *bep, void *qp)
 	struct be_qp *q = qp;
 	struct mr_qp_stats s;
 	bool have = mr_qp_get_stats(q->qp, &s) == 0;
+	uint32_t qpn = mr_qp_num(q->qp);
 	int rc = mr_qp_destroy(q->qp);
 
 	if (rc < 0)
 		return rc;
+	/* Packets that still arrive for it are counted as ctx_rx_unknown_qp: the log says when. */
+	mr_log(MR_LOG_INFO, "QP %u destroyed (rx_pkts %" PRIu64 " tx_pkts %" PRIu64 ")", qpn,
+	       have ? s.rx_pkts : 0, have ? s.tx_pkts : 0);
 	if (have)
 		stats_add(&be->retired, &s);
 	if (q->prev != NULL)
@@ -377,6 +415,26 @@ static int b_modify_qp(void *bep, void *qp, const struct mrc_qp_attr *a, uint32_
 		if (rc < 0)
 			return rc;
 	}
+	if (mask & MRC_QP_TRANSPORT) {
+		uint32_t mtu = a->path_mtu;
+
+		/* The app states only what both ends agreed on (transport, entropies, CC); the
+		 * controller's parameters are the port's (docs/metaroce-wire.md). */
+		na.transport = (enum mr_transport)a->transport;
+		na.n_entropies = a->n_entropies;
+		na.cc = (enum mr_cc_algo)a->cc;
+		if (!(mask & MRC_QP_PATH_MTU) && mr_qp_query(q->qp, &cur) == 0)
+			mtu = cur.path_mtu;
+		if (na.cc != MR_CC_NONE)
+			mr_backend_cc_params(be, mtu, na.transport == MR_TRANSPORT_METAROCE ?
+					     na.n_entropies : 1, &na.cc_params);
+		/* Sprayed ports are udp_sport + 0..n-1: keep them below 65536 so none wraps to a
+		 * well-known port (A17.3.3 only asks for a per-flow port). */
+		if ((mask & MRC_QP_PATH) && na.transport == MR_TRANSPORT_METAROCE &&
+		    na.n_entropies >= 1 && na.n_entropies <= MRC_MAX_ENTROPIES &&
+		    (uint32_t)na.path.udp_sport + na.n_entropies > 65536u)
+			na.path.udp_sport = (uint16_t)(65536u - na.n_entropies);
+	}
 	rc = mr_qp_modify(q->qp, &na, mask);
 	if (rc < 0)
 		return rc;
@@ -384,6 +442,9 @@ static int b_modify_qp(void *bep, void *qp, const struct mrc_qp_attr *a, uint32_
 		be->conf.on_path(be->conf.on_path_arg, na.path.dgid);
 	if (mask & MRC_QP_STATE)
 		mr_log(MR_LOG_INFO, "QP %u -> state %u", mr_qp_num(q->qp), a->qp_state);
+	if ((mask & MRC_QP_TRANSPORT) && na.transport == MR_TRANSPORT_METAROCE)
+		mr_log(MR_LOG_INFO, "QP %u: MetaRoCE, %u entropies, cc %s", mr_qp_num(q->qp),
+		       na.n_entropies, mr_cc_algo_name(na.cc));
 	return 0;
 }
 
@@ -412,6 +473,9 @@ static int b_query_qp(void *bep, void *qp, struct mrc_qp_attr *a)
 	a->retry_cnt = c.retry_cnt;
 	a->rnr_retry = c.rnr_retry;
 	path_to_app(&c.path, &a->path);
+	a->transport = (uint8_t)c.transport;
+	a->cc = (uint8_t)c.cc;
+	a->n_entropies = c.n_entropies;
 	return 0;
 }
 

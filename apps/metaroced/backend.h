@@ -27,6 +27,11 @@ struct mr_backend_conf {
 	uint16_t udp_sport_base;
 	uint32_t ib_mtu;             /* active IB MTU (A17.4.1) */
 	uint32_t max_qp, max_mr, max_cq;
+	/* Congestion-control parameters given to a QP whose app asks for a CC (MRC_QP_TRANSPORT):
+	 * line rate in bit/s (0: the link speed set with mr_backend_set_link_rate, else 10 Gb/s)
+	 * and the base RTT estimate in ns (0: MR_BACKEND_DEFAULT_BASE_RTT_NS). */
+	uint64_t line_rate_bps;
+	uint64_t base_rtt_ns;
 	/* Called when a QP gets a path, so that the engine resolves the peer's MAC before the first
 	 * packet; may be NULL. */
 	void (*on_path)(void *arg, const uint8_t dgid[16]);
@@ -42,6 +47,14 @@ void mr_backend_destroy(struct mr_backend *be);
 /* The ops table for struct mr_shm_server_params (backend pointer: the struct mr_backend). */
 const struct mr_shm_backend_ops *mr_backend_ops(void);
 void mr_backend_set_port_up(struct mr_backend *be, bool up);
+#define MR_BACKEND_DEFAULT_LINE_RATE_BPS 10000000000ull
+#define MR_BACKEND_DEFAULT_BASE_RTT_NS 50000ull
+/* The port's link speed in bit/s (0 = unknown): the CC line rate unless conf.line_rate_bps. */
+void mr_backend_set_link_rate(struct mr_backend *be, uint64_t bps);
+/* The struct mr_cc_params a QP with the given path MTU and entropies gets (what
+ * MRC_QP_TRANSPORT with a CC other than none is translated to). */
+void mr_backend_cc_params(const struct mr_backend *be, uint32_t path_mtu, uint16_t n_paths,
+			  struct mr_cc_params *p);
 
 /* Our GIDs as query_port reports them: index 0 the IPv6 address (or the fe80:: EUI-64 link-local
  * one), index 1 the IPv4-mapped GID (as rxe). Returns the count. */

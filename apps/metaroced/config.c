@@ -21,6 +21,7 @@ void mr_config_defaults(struct mr_daemon_config *cfg)
 	cfg->cnp_dscp = 48; /* CNPs at priority 6 */
 	cfg->ecn = true;
 	cfg->udp_sport_base = 0xc000; /* A17.3.3 leaves the source port to the sender */
+	cfg->base_rtt_us = 50;        /* two daemons over veth/af_packet: tens of us */
 	cfg->lcores[0] = 0;
 	cfg->n_lcores = 1;
 	cfg->idle_sleep_us = 0;
@@ -171,11 +172,15 @@ static int set_key(struct parse_state *ps, struct mr_daemon_config *cfg, const c
 	UINT_FIELD("roce", "dscp", 0, 63, cfg->dscp)
 	UINT_FIELD("roce", "cnp_dscp", 0, 63, cfg->cnp_dscp)
 	UINT_FIELD("roce", "udp_sport_base", 1024, 65535 - 256, cfg->udp_sport_base)
+	UINT_FIELD("roce", "line_rate_gbps", 0, 1600, cfg->line_rate_gbps)
+	UINT_FIELD("roce", "base_rtt_us", 1, 1000000, cfg->base_rtt_us)
 	UINT_FIELD("engine", "idle_sleep_us", 0, 1000000, cfg->idle_sleep_us)
 	UINT_FIELD("limits", "max_qp", 1, 1u << 20, cfg->max_qp)
 	UINT_FIELD("limits", "max_mr", 1, 1u << 22, cfg->max_mr)
 	UINT_FIELD("limits", "max_cq", 1, 1u << 20, cfg->max_cq)
 	UINT_FIELD("limits", "max_sessions", 1, 4096, cfg->max_sessions)
+	/* 0 = derived from the port; at most 2^23 - 1 PSNs may be outstanding (IBA 9.7.1). */
+	UINT_FIELD("limits", "max_inflight", 0, (1u << 23) - 1, cfg->max_inflight)
 	UINT_FIELD("pcap", "max_bytes", 4096, 1ull << 40, cfg->pcap_max_bytes)
 #undef UINT_FIELD
 	if (!strcmp(s, "port") && !strcmp(key, "eal_args"))
@@ -385,6 +390,22 @@ int mr_config_set_impair(struct mr_daemon_config *cfg, enum mr_impair_dir dir, c
 	cfg->impair[dir] = ic;
 	cfg->impair_en[dir] = true;
 	snprintf(cfg->impair_spec[dir], sizeof(cfg->impair_spec[dir]), "%s", spec);
+	return 0;
+}
+
+uint32_t mr_config_max_inflight(const struct mr_daemon_config *cfg, const char *driver)
+{
+	/* PMDs whose frames go through a kernel socket: a burst larger than the socket's ring
+	 * (or the peer's) is dropped, and plain RC's go-back-N (IBA 9.7.5.1.2) then resends the
+	 * whole window into the same ring: keep windows small. */
+	static const char *const socket_pmds[] = {"net_af_packet", "net_af_xdp", "net_tap",
+						  "net_pcap"};
+
+	if (cfg->max_inflight != 0)
+		return cfg->max_inflight;
+	for (size_t i = 0; driver != NULL && i < sizeof(socket_pmds) / sizeof(socket_pmds[0]); i++)
+		if (!strcmp(driver, socket_pmds[i]))
+			return MR_CFG_INFLIGHT_SOCKET;
 	return 0;
 }
 

@@ -13,6 +13,13 @@
 
 #define MR_CFG_MAX_LCORES 16
 #define MR_CFG_STR 256
+/* Derived [limits] max_inflight for ports whose frames cross a kernel socket ring (see
+ * mr_config_max_inflight). Every unacknowledged packet sits in one of the socket rings (our tx
+ * ring waiting for the kernel, the peer's rx ring waiting for its engine), so the sum over QPs
+ * is both the rings' occupancy and their queueing delay, which must stay well under the ACK
+ * timeout (perftest's 14: 67 ms) on a shared machine where the kernel drains maybe 50 kfps:
+ * 64 QPs x 64 = 4096 packets. One QP still fills veth (64 KiB at IB MTU 1024 per RTT). */
+#define MR_CFG_INFLIGHT_SOCKET 64u
 
 struct mr_daemon_config {
 	/* [port] */
@@ -33,6 +40,8 @@ struct mr_daemon_config {
 	uint8_t cnp_dscp;
 	bool ecn;                 /* send ECT(0) */
 	uint16_t udp_sport_base;  /* entropy base */
+	uint32_t line_rate_gbps;  /* CC line rate for QPs that ask for a CC; 0 = link speed */
+	uint32_t base_rtt_us;     /* CC base RTT estimate (BDP, delay target) */
 	/* [engine] */
 	uint32_t lcores[MR_CFG_MAX_LCORES];
 	unsigned int n_lcores;
@@ -42,6 +51,10 @@ struct mr_daemon_config {
 	uint32_t max_mr;
 	uint32_t max_cq;
 	uint32_t max_sessions;
+	/* Unacknowledged request packets per QP (mr_ctx_params.max_inflight_pkts); 0 = derived
+	 * from the port: MR_CFG_INFLIGHT_SOCKET for kernel-socket PMDs (net_af_packet, af_xdp,
+	 * tap, pcap: their ring, not a NIC, absorbs bursts), else the transport's default. */
+	uint32_t max_inflight;
 	/* [shm] */
 	char socket_path[MR_CFG_STR];
 	/* [pcap] */
@@ -70,5 +83,9 @@ uint32_t mr_config_ib_mtu(uint32_t eth_mtu);
 int mr_config_set_impair(struct mr_daemon_config *cfg, enum mr_impair_dir dir, const char *spec,
 			 const char *origin, char *err, size_t errlen);
 void mr_config_print(const struct mr_daemon_config *cfg, FILE *f);
+/* The per-QP in-flight cap for a port driven by driver (an ethdev driver name, may be NULL):
+ * cfg->max_inflight if set, MR_CFG_INFLIGHT_SOCKET for kernel-socket PMDs, else 0 (the
+ * transport's default). */
+uint32_t mr_config_max_inflight(const struct mr_daemon_config *cfg, const char *driver);
 
 #endif

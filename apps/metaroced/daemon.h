@@ -27,8 +27,13 @@ struct mr_impair;
  * until ARP/ND answers or gives up). */
 #define MR_HELD_MAX 1024
 #define MR_RX_BURST 32
+/* Rx bursts per loop iteration while the port returns full bursts: after the engine lost the
+ * CPU, every ACK already waiting in the ring is processed before the transport's timers run,
+ * else they fire spuriously and go-back-N (IBA 9.7.5.2.1) resends windows that were acked. */
+#define MR_RX_DRAIN_BURSTS 64
 #define MR_TX_BUDGET 64        /* transport packets per loop iteration, so rx keeps up */
 #define MR_IDLE_SPINS 256      /* empty iterations before the idle back-off sleeps */
+#define MR_STALL_NS 10000000ull /* 10 ms: far longer than any iteration or idle sleep */
 
 struct mr_held {
 	struct rte_mbuf *m;
@@ -52,6 +57,11 @@ struct mr_engine_stats {
 	uint64_t held, held_sent;
 	uint64_t held_dropped;      /* peer unreachable, or the hold queue was full */
 	uint64_t timer_runs;
+	/* Loop iterations that started more than MR_STALL_NS after the previous one (the engine
+	 * lost its CPU, or one iteration worked that long) and the longest such gap: on a shared
+	 * machine these explain ACK timeouts without loss. */
+	uint64_t stalls, max_gap_ns;
+	uint64_t max_work_ns;       /* longest busy part of one iteration (no idle sleep) */
 	/* impairment glue (the stage's own counters are in struct mr_impair_stats) */
 	uint64_t imp_rx_late;       /* delayed/duplicated received frames handed on later */
 	uint64_t imp_tx_late;       /* delayed/duplicated frames sent later */

@@ -82,6 +82,7 @@ int mr_engine_run(struct mr_daemon *d)
 	uint64_t next_stats = d->stats_every_ns ? mr_now_ns() + d->stats_every_ns : UINT64_MAX;
 	unsigned int idle = 0;
 	uint32_t ctl_count = 0;
+	uint64_t prev = mr_now_ns();
 
 	while (!*d->stop) {
 		uint64_t now = mr_now_ns();
@@ -89,7 +90,20 @@ int mr_engine_run(struct mr_daemon *d)
 		int r;
 
 		d->st.iterations++;
-		work += rx_burst(d, now);
+		if (now - prev > MR_STALL_NS) {
+			d->st.stalls++;
+			if (now - prev > d->st.max_gap_ns)
+				d->st.max_gap_ns = now - prev;
+		}
+		prev = now;
+		/* Drain rx first (daemon.h, MR_RX_DRAIN_BURSTS): ACKs before timers and tx. */
+		for (unsigned int b = 0; b < MR_RX_DRAIN_BURSTS; b++) {
+			unsigned int got = rx_burst(d, now);
+
+			work += got;
+			if (got < MR_RX_BURST)
+				break;
+		}
 		/* When idling the loop is slow anyway, so control requests are served every time. */
 		if (++ctl_count >= d->ctl_every || idle >= MR_IDLE_SPINS) {
 			ctl_count = 0;
@@ -126,6 +140,10 @@ int mr_engine_run(struct mr_daemon *d)
 			next_stats = now + d->stats_every_ns;
 		}
 		if (work > 0) {
+			uint64_t took = mr_now_ns() - now;
+
+			if (took > d->st.max_work_ns)
+				d->st.max_work_ns = took;
 			idle = 0;
 		} else if (idle < MR_IDLE_SPINS) {
 			idle++;

@@ -194,6 +194,10 @@ unsigned int mr_engine_tx_transport(struct mr_daemon *d, uint64_t now, unsigned 
 		if (mr_ctx_tx(d->ctx, now, &pkt) != 1)
 			break;
 		path = *pkt.path;
+		/* MetaRoCE sprays: the transport picks the entropy (UDP source port, A17.3.3) per
+		 * packet; plain RC leaves it 0 and the path's fixed per-QP port is used. */
+		if (pkt.udp_sport != 0)
+			path.udp_sport = pkt.udp_sport;
 		if (mr_backend_is_local_gid(d->be, path.dgid)) {
 			loopback(d, &path, &pkt, now);
 			continue;

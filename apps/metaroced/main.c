@@ -19,6 +19,7 @@
 
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 
@@ -200,6 +201,15 @@ static int setup(struct mr_daemon *d)
 	}
 	mr_dpdk_port_mac(d->port, d->mac);
 	d->max_frame = mr_dpdk_port_max_frame(d->port);
+	/* The largest RoCE frame (A17.4.1: IB MTU payload + IP/UDP/BTH/RETH/ImmDt/ICRC, the 84
+	 * bytes mr_config_ib_mtu counts, + Ethernet and a VLAN tag) must fit the port's frame
+	 * (af_packet: its ring slot, which may be smaller than port.mtu allows). */
+	if (c->ib_mtu + 84 + 14 + (c->vlan ? 4 : 0) > d->max_frame) {
+		mr_log(MR_LOG_ERR, "port %u: frames of IB MTU %u (port.mtu %u) do not fit the "
+		       "port's %u-byte frames (net_af_packet: raise framesz)", c->port_id,
+		       c->ib_mtu, c->mtu, d->max_frame);
+		return -EINVAL;
+	}
 	d->scratch = malloc(d->max_frame);
 	d->txpool = rte_pktmbuf_pool_create("mrd_tx", TXPOOL_SIZE, TXPOOL_CACHE, 0,
 					    (uint16_t)(RTE_PKTMBUF_HEADROOM + d->max_frame),
@@ -213,6 +223,18 @@ static int setup(struct mr_daemon *d)
 	cp.first_qpn = 17; /* rxe's first QPN; QP0/QP1 reserved (IBA 10.2.4) */
 	cp.max_mr = c->max_mr;
 	cp.seed = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ mr_now_ns();
+	{
+		struct rte_eth_dev_info di;
+		const char *drv = rte_eth_dev_info_get(mr_dpdk_port_id(d->port), &di) == 0 ?
+					  di.driver_name : NULL;
+
+		/* Bounded windows on kernel-socket ports (config.h, [limits] max_inflight). */
+		cp.max_inflight_pkts = mr_config_max_inflight(c, drv);
+		mr_log(MR_LOG_INFO, "port %u driver %s: max_inflight %u packets per QP%s",
+		       c->port_id, drv != NULL ? drv : "?", cp.max_inflight_pkts,
+		       cp.max_inflight_pkts == 0 ? " (transport default)" :
+		       c->max_inflight == 0 ? " (derived)" : "");
+	}
 	d->ctx = mr_ctx_create(&cp);
 	if (d->ctx == NULL) {
 		mr_log(MR_LOG_ERR, "transport: %s", strerror(errno));
@@ -255,6 +277,8 @@ static int setup(struct mr_daemon *d)
 	bc.max_qp = c->max_qp;
 	bc.max_mr = c->max_mr;
 	bc.max_cq = c->max_cq;
+	bc.line_rate_bps = (uint64_t)c->line_rate_gbps * 1000000000ull;
+	bc.base_rtt_ns = (uint64_t)c->base_rtt_us * 1000ull;
 	bc.on_path = mr_engine_resolve;
 	bc.on_path_arg = d;
 	d->be = mr_backend_create(&bc);
@@ -264,6 +288,7 @@ static int setup(struct mr_daemon *d)
 	}
 	mr_dpdk_port_link(d->port, 1000, &link);
 	mr_backend_set_port_up(d->be, link.up);
+	mr_backend_set_link_rate(d->be, (uint64_t)link.speed_mbps * 1000000ull);
 	if (!link.up)
 		mr_log(MR_LOG_WARN, "port %u: link down", c->port_id);
 

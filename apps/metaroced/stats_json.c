@@ -110,6 +110,9 @@ static void port_engine(struct mr_json *j, struct mr_daemon *d)
 	mr_json_u64(j, "held_dropped", e->held_dropped);
 	mr_json_u64(j, "holding", d->nheld);
 	mr_json_u64(j, "timer_runs", e->timer_runs);
+	mr_json_u64(j, "stalls", e->stalls);
+	mr_json_u64(j, "max_gap_ns", e->max_gap_ns);
+	mr_json_u64(j, "max_work_ns", e->max_work_ns);
 	mr_json_u64(j, "pcap_dropped", d->pcap != NULL ? mr_pcap_writer_dropped(d->pcap) : 0);
 	mr_json_obj_end(j);
 

@@ -3,6 +3,7 @@
  * reentrant for the tests and every error can name the flag exactly as the user typed it.
  */
 #include "args.h"
+#include "negotiate.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -58,6 +59,7 @@ const char *mr_perf_usage(void)
 	       "  -t, --tx-depth=N      send queue depth (default 128 bw, 1 lat)\n"
 	       "  -r, --rx-depth=N      receive queue depth for send tests (default 512)\n"
 	       "  -Q, --cq-mod=N        signal one send in N (default 100)\n"
+	       "  -u, --qp-timeout=N    local ACK timeout 4.096 us * 2^N (default 14)\n"
 	       "  -F, --CPU-freq        accepted, ignored (times come from CLOCK_MONOTONIC)\n"
 	       "  -x, --gid-index=N     accepted (the daemon's RoCE v2 GID is used)\n"
 	       "  -d, --ib-dev=NAME     accepted, shown in the header\n"
@@ -66,6 +68,9 @@ const char *mr_perf_usage(void)
 	       "      --seed=N          pattern seed for --verify (default 1)\n"
 	       "      --json=FILE       write the results as JSON\n"
 	       "      --sock=PATH       metaroced socket (default /run/metaroce/metaroced.sock)\n"
+	       "      --metaroce        offer MetaRoCE (used only if the peer offers it too)\n"
+	       "      --entropies=N     MetaRoCE UDP source ports to spray over, 1..256 (default 16)\n"
+	       "      --cc=ALGO         MetaRoCE congestion control: none|dcqcn|metaroce (default none)\n"
 	       "  -h, --help\n";
 }
 
@@ -99,7 +104,8 @@ static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *v)
 
 enum opt_id {
 	O_SIZE, O_ALL, O_ITERS, O_DUR, O_QP, O_MTU, O_PORT, O_TX, O_RX, O_CQMOD, O_FREQ, O_GID,
-	O_DEV, O_GBITS, O_VERIFY, O_SEED, O_JSON, O_SOCK, O_HELP,
+	O_DEV, O_GBITS, O_VERIFY, O_SEED, O_JSON, O_SOCK, O_HELP, O_METAROCE, O_ENTROPIES, O_CC,
+	O_QPTO,
 };
 
 static const struct opt {
@@ -118,6 +124,9 @@ static const struct opt {
 	{ 0, "verify", false, O_VERIFY },     { 0, "seed", true, O_SEED },
 	{ 0, "json", true, O_JSON },          { 0, "sock", true, O_SOCK },
 	{ 'h', "help", false, O_HELP },
+	{ 0, "metaroce", false, O_METAROCE }, { 0, "entropies", true, O_ENTROPIES },
+	{ 0, "cc", true, O_CC },
+	{ 'u', "qp-timeout", true, O_QPTO },
 };
 
 static const struct opt *find_short(char c)
@@ -199,6 +208,11 @@ static int apply(const struct opt *o, const char *flag, const char *val, struct 
 		NUM(1, 1024);
 		a->cq_mod = (unsigned)v;
 		break;
+	case O_QPTO:
+		/* IBA 9.7.6.1.3: 5 bits; 0 (infinite) is refused, as perftest does */
+		NUM(1, 31);
+		a->qp_timeout = (unsigned)v;
+		break;
 	case O_FREQ:
 		break;
 	case O_GID:
@@ -232,6 +246,18 @@ static int apply(const struct opt *o, const char *flag, const char *val, struct 
 	case O_HELP:
 		a->help = true;
 		break;
+	case O_METAROCE:
+		a->metaroce = true;
+		break;
+	case O_ENTROPIES:
+		NUM(1, MR_MRC_MAX_ENTROPIES);
+		a->entropies = (uint16_t)v;
+		break;
+	case O_CC:
+		if (mr_mrc_cc_from_name(val, &a->cc) < 0)
+			return fail(err, len, "invalid value '%s' for %s (expected none|dcqcn|metaroce)",
+				    val, flag);
+		break;
 	}
 #undef NUM
 	return 0;
@@ -244,8 +270,10 @@ static void defaults(struct mr_perf_args *a)
 	a->port = MR_PT_DEFAULT_PORT;
 	a->gid_index = -1;
 	a->cq_mod = 100;      /* DEF_CQ_MOD */
+	a->qp_timeout = 14;   /* DEF_QP_TIME */
 	a->rx_depth = 512;    /* DEF_RX_SEND */
 	a->seed = 1;
+	a->entropies = 16;
 	a->sock = "/run/metaroce/metaroced.sock";
 }
 

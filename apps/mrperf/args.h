@@ -26,6 +26,7 @@ struct mr_perf_args {
 	unsigned tx_depth;    /* -t */
 	unsigned rx_depth;    /* -r */
 	unsigned cq_mod;      /* -Q */
+	unsigned qp_timeout;  /* -u: local ACK timeout code, 4.096 us * 2^u (perftest's, 14) */
 	int gid_index;        /* -x, accepted (the daemon's GID index 1 is used) */
 	const char *device;   /* -d, accepted and printed */
 	bool gbits;           /* --report_gbits */
@@ -33,6 +34,9 @@ struct mr_perf_args {
 	uint32_t seed;        /* --seed for the --verify pattern */
 	const char *json;     /* --json FILE */
 	const char *sock;     /* --sock PATH */
+	bool metaroce;        /* --metaroce: offer MetaRoCE in the setup exchange (negotiate.h) */
+	uint16_t entropies;   /* --entropies N (default 16) */
+	uint8_t cc;           /* --cc: enum mrc_cc_algo (default none) */
 	bool help;
 };
 

@@ -117,6 +117,11 @@ struct mr_pt_preamble {
 	uint32_t cycle_buffer;    /* in: page size; out: max of both */
 	uint32_t cache_line_size; /* in: 64; out: max of both */
 	uint32_t mtu;             /* in: local active MTU bytes; out: min of both */
+	/* in: the 16-byte version field to send instead of the stock one (mrperf's MetaRoCE
+	 * offer after the NUL, negotiate.h); NULL = stock bytes. */
+	const uint8_t *version_out;
+	/* out: the peer's version field exactly as received */
+	uint8_t peer_version_raw[MR_PT_VERSION_LEN];
 };
 
 /* Opens a listening socket on port (all IPv4 addresses, SO_REUSEADDR), accepts one client and
@@ -146,6 +151,12 @@ int mr_pt_close(struct mr_pt_conn *c, const struct mr_pt_dest *mine, struct mr_p
  * (connects its QP,) writes, then waits for "done". Returns 0 or -errno / -EPROTO. */
 int mr_pp_exchange(int fd, bool client, int timeout_ms, const struct mr_pp_dest *mine,
 		   struct mr_pp_dest *theirs);
+/* mr_pp_exchange with on_peer(arg, theirs) called as soon as the peer's message is decoded:
+ * rc_pingpong's server connects its QP there, before it answers (pp_server_exch_dest), so the
+ * client's first SEND finds it ready. A negative return from on_peer aborts with that value. */
+int mr_pp_exchange_cb(int fd, bool client, int timeout_ms, const struct mr_pp_dest *mine,
+		      struct mr_pp_dest *theirs,
+		      int (*on_peer)(void *arg, const struct mr_pp_dest *theirs), void *arg);
 
 /* ---- per-test barrier script (which hand shakes perftest 4.5 performs, in order) ---- */
 

@@ -110,10 +110,14 @@ int mr_pt_preamble(struct mr_pt_conn *c, struct mr_pt_preamble *p)
 	if (r < 0)
 		return r;
 	/* 1. exchange_versions() */
-	mr_pt_version_encode(mv);
+	if (p->version_out != NULL)
+		memcpy(mv, p->version_out, sizeof(mv));
+	else
+		mr_pt_version_encode(mv);
 	r = mr_pt_xchg(c, mv, rv, sizeof(mv));
 	if (r < 0)
 		return r;
+	memcpy(p->peer_version_raw, rv, sizeof(rv));
 	if (mr_pt_version_decode(rv, &c->peer_version) < 0 ||
 	    c->peer_version < MR_PT_MIN_PEER_VERSION)
 		return -EPROTO;
@@ -202,6 +206,13 @@ int mr_pt_close(struct mr_pt_conn *c, const struct mr_pt_dest *mine, struct mr_p
 int mr_pp_exchange(int fd, bool client, int timeout_ms, const struct mr_pp_dest *mine,
 		   struct mr_pp_dest *theirs)
 {
+	return mr_pp_exchange_cb(fd, client, timeout_ms, mine, theirs, NULL, NULL);
+}
+
+int mr_pp_exchange_cb(int fd, bool client, int timeout_ms, const struct mr_pp_dest *mine,
+		      struct mr_pp_dest *theirs,
+		      int (*on_peer)(void *arg, const struct mr_pp_dest *theirs), void *arg)
+{
 	char m[MR_PP_MSG_LEN], t[MR_PP_MSG_LEN];
 	static const char done[MR_PT_DONE_LEN] = "done";
 	int r;
@@ -218,14 +229,18 @@ int mr_pp_exchange(int fd, bool client, int timeout_ms, const struct mr_pp_dest 
 			r = read_all(fd, t, sizeof(t), timeout_ms);
 		if (r == 0 && mr_pp_dest_decode(t, sizeof(t), theirs) < 0)
 			return -EPROTO;
+		if (r == 0 && on_peer != NULL)
+			r = on_peer(arg, theirs);
 		if (r == 0)
 			r = write_all(fd, done, sizeof(done), timeout_ms);
 		return r;
 	}
-	/* pp_server_exch_dest(): read, write ours, then wait for the client's 5-byte "done" */
+	/* pp_server_exch_dest(): read, (connect,) write ours, then wait for the client's "done" */
 	r = read_all(fd, t, sizeof(t), timeout_ms);
 	if (r == 0 && mr_pp_dest_decode(t, sizeof(t), theirs) < 0)
 		return -EPROTO;
+	if (r == 0 && on_peer != NULL)
+		r = on_peer(arg, theirs);
 	if (r == 0)
 		r = write_all(fd, m, sizeof(m), timeout_ms);
 	if (r == 0) {

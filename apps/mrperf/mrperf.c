@@ -17,6 +17,7 @@
 
 #include "args.h"
 #include "exchange.h"
+#include "negotiate.h"
 #include "perf.h"
 #include "report.h"
 
@@ -166,6 +167,8 @@ static int run_lat(struct run *r)
 static int run(struct run *r)
 {
 	struct mr_pt_preamble pre;
+	struct mr_mrc_offer mine = { 0 }, peer, agreed;
+	uint8_t vfield[MR_PT_VERSION_LEN];
 	unsigned idx[2 * MR_PERF_MAX_QPS + 2], conn_after;
 	int n, rc;
 
@@ -184,6 +187,15 @@ static int run(struct run *r)
 	if (r->conn.fd < 0)
 		return die(NULL, r->c.client ? "connecting to the server" : "accepting a client",
 			   r->conn.fd);
+	memset(&pre, 0, sizeof(pre));
+	if (r->a.metaroce) {
+		mine.metaroce = true;
+		mine.n_entropies = r->a.entropies;
+		mine.cc = r->a.cc;
+		if (mr_mrc_version_encode(&mine, vfield) < 0)
+			return die(NULL, "MetaRoCE offer", -EINVAL);
+		pre.version_out = vfield;
+	}
 	pre.cycle_buffer = (uint32_t)sysconf(_SC_PAGESIZE);
 	pre.cache_line_size = 64;
 	pre.mtu = r->a.mtu ? r->a.mtu : r->c.port_mtu;
@@ -194,8 +206,23 @@ static int run(struct run *r)
 		return die(NULL, "peer's perftest version is older than 5.70", rc);
 	if (rc < 0)
 		return die(NULL, "setup exchange", rc);
+	/* MetaRoCE only if both offered it (negotiate.h); a stock peer's field has no offer. */
+	mr_mrc_version_decode(pre.peer_version_raw, &peer);
+	r->c.metaroce = mr_mrc_negotiate(&mine, &peer, &agreed);
+	r->c.n_entropies = agreed.n_entropies;
+	r->c.cc = agreed.cc;
 	info_of(&r->a, &r->c, pre.mtu, &r->info);
+	r->info.transport = r->c.metaroce ? "MetaRoCE" : "RoCE";
+	if (r->c.metaroce) {
+		r->info.entropies = agreed.n_entropies;
+		r->info.cc = mr_mrc_cc_name(agreed.cc);
+	}
 	mr_report_header(stdout, &r->info);
+	if (r->c.metaroce)
+		printf(" Transport: MetaRoCE (%u entropies, cc %s)\n", agreed.n_entropies,
+		       mr_mrc_cc_name(agreed.cc));
+	else if (r->a.metaroce)
+		printf(" MetaRoCE requested but peer did not offer it: plain RoCE\n");
 	n = mr_pt_setup_script(r->a.test, r->c.nqp, idx, sizeof(idx) / sizeof(idx[0]), &conn_after);
 	if (n < 0)
 		return die(NULL, "setup script", n);

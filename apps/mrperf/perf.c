@@ -66,11 +66,17 @@ static bool is_send(const struct mr_perf_ctx *c)
 	return c->verb == MR_VERB_SEND;
 }
 
+/* Receives posted per QP at most: rx_depth, or fewer when the run has fewer messages. */
+static uint64_t rx_outstanding(const struct mr_perf_args *a)
+{
+	return a->iters != 0 && a->iters < a->rx_depth ? a->iters : a->rx_depth;
+}
+
 int mr_perf_open(struct mr_perf_ctx *c, const struct mr_perf_args *a, uint64_t max_size)
 {
 	struct mrc_port_attr port;
 	struct mrc_qp_init_attr init;
-	uint32_t depth;
+	uint64_t depth, rdepth, sdepth;
 	int rc;
 
 	memset(c, 0, sizeof(*c));
@@ -92,9 +98,21 @@ int mr_perf_open(struct mr_perf_ctx *c, const struct mr_perf_args *a, uint64_t m
 	c->pd = mrc_alloc_pd(c->s);
 	if (c->pd == NULL)
 		return fail(c, -errno, "alloc_pd");
-	depth = (a->tx_depth + (is_send(c) ? a->rx_depth : 1) + 2) * c->nqp;
-	c->scq = mrc_create_cq(c->s, depth);
-	c->rcq = c->scq != NULL ? mrc_create_cq(c->s, depth) : NULL;
+	/* Each CQ holds what can be outstanding on it (as perftest sizes them), within the
+	 * daemon's advertised max_cqe: sends may all be signalled (latency tests), receives are
+	 * posted min(rx_depth, iters) deep per QP. */
+	rdepth = is_send(c) ? rx_outstanding(a) : 1;
+	sdepth = (a->tx_depth < 2 ? 2 : a->tx_depth) * c->nqp;
+	if (sdepth > port.max_cqe && mr_perf_test_is_bw(a->test) && a->cq_mod > 1)
+		/* bandwidth tests signal one send in cq_mod, and the last (perftest's moderation) */
+		sdepth = ((a->tx_depth + a->cq_mod - 1) / a->cq_mod + 1) * c->nqp;
+	depth = rdepth * c->nqp;
+	if (sdepth > port.max_cqe || depth > port.max_cqe)
+		return fail(c, -EINVAL, "%u QPs need %llu send and %llu receive CQEs; the daemon "
+			    "allows %u per CQ (lower -t/-r/-q)", c->nqp, (unsigned long long)sdepth,
+			    (unsigned long long)depth, port.max_cqe);
+	c->scq = mrc_create_cq(c->s, (uint32_t)sdepth);
+	c->rcq = c->scq != NULL ? mrc_create_cq(c->s, (uint32_t)depth) : NULL;
 	if (c->rcq == NULL)
 		return fail(c, -errno, "create_cq");
 	srand48((long)getpid() * (long)time(NULL));
@@ -188,14 +206,19 @@ int mr_perf_connect(struct mr_perf_ctx *c, uint32_t mtu)
 		at.rq_psn = q->rem.psn; /* the peer's SQ PSN is our expected PSN (IBA 9.7.1) */
 		at.max_dest_rd_atomic = (uint8_t)q->mine.out_reads;
 		at.min_rnr_timer = 12;
+		/* MetaRoCE only when both ends offered it in the exchange (negotiate.h); else the
+		 * QP stays plain RC, the only thing a stock peer understands. */
+		at.transport = c->metaroce ? MRC_TRANSPORT_METAROCE : MRC_TRANSPORT_RC;
+		at.n_entropies = c->metaroce ? c->n_entropies : 0;
+		at.cc = c->metaroce ? c->cc : MRC_CC_NONE;
 		rc = mrc_modify_qp(q->qp, &at, MRC_QP_STATE | MRC_QP_PATH | MRC_QP_PATH_MTU |
 				   MRC_QP_DEST_QPN | MRC_QP_RQ_PSN | MRC_QP_MAX_DEST_RD_ATOMIC |
-				   MRC_QP_MIN_RNR_TIMER);
+				   MRC_QP_MIN_RNR_TIMER | (c->metaroce ? MRC_QP_TRANSPORT : 0));
 		if (rc < 0)
 			return fail(c, rc, "modify_qp RTR");
 		at.qp_state = MR_QPS_RTS;
 		at.sq_psn = q->mine.psn;
-		at.timeout = 14;   /* perftest's DEF_QP_TIME */
+		at.timeout = (uint8_t)c->a->qp_timeout; /* -u, perftest's DEF_QP_TIME 14 */
 		at.retry_cnt = 7;
 		at.rnr_retry = 7;
 		/* never more outstanding READs/atomics than the responder offers (C9-149) */
@@ -504,6 +527,51 @@ static int wait_one(struct mr_perf_ctx *c, struct mrc_cq *cq, struct mr_wc *wc)
 	}
 }
 
+/* write_lat's ping-pong, as perftest's run_iter_lat_write (perftest_resources.c): each side
+ * RDMA-WRITEs `size` bytes from the start of its source into the peer's advertised buffer, the
+ * last byte carrying the iteration number (mod 256), and spins on the last byte of its own
+ * receive buffer (vaddr + size - 1) for the peer's matching write. The server writes first
+ * (it skips the first poll), the client waits for it; every write is signalled and its
+ * completion reaped before the next poll. tp[n] = when write n+1 was posted. */
+static int lat_write(struct mr_perf_ctx *c, uint64_t size, uint64_t *tp)
+{
+	struct mr_perf_qp *q = &c->qp[0];
+	uint64_t iters = c->a->iters, scnt = 0, ccnt = 0, rcnt = 0;
+	volatile uint8_t *poll_byte = q->buf + q->half + size - 1;
+	struct mr_send_wr wr;
+	struct mr_wc wc;
+	int rc;
+
+	build_wr(c, q, size, &wr);
+	wr.send_flags = MR_SEND_SIGNALED;
+	while (scnt < iters || ccnt < iters || rcnt < iters) {
+		if (rcnt < iters && !(scnt < 1 && !c->client)) {
+			uint64_t start = now_ns();
+
+			rcnt++;
+			while (*poll_byte != (uint8_t)rcnt)
+				if (now_ns() - start > PROGRESS_TIMEOUT_NS)
+					return fail(c, -ETIMEDOUT,
+						    "no write from the peer for 10 s (waiting for #%llu)",
+						    (unsigned long long)rcnt);
+		}
+		if (scnt < iters) {
+			tp[scnt] = now_ns();
+			q->buf[size - 1] = (uint8_t)++scnt;
+			rc = mrc_post_send(q->qp, &wr);
+			if (rc < 0)
+				return fail(c, rc, "post_send");
+		}
+		if (ccnt < iters) {
+			rc = wait_one(c, c->scq, &wc);
+			if (rc < 0)
+				return rc;
+			ccnt++;
+		}
+	}
+	return 0;
+}
+
 int mr_perf_lat(struct mr_perf_ctx *c, uint64_t size, struct mr_lat_stats *out)
 {
 	const struct mr_perf_args *a = c->a;
@@ -511,7 +579,6 @@ int mr_perf_lat(struct mr_perf_ctx *c, uint64_t size, struct mr_lat_stats *out)
 	uint64_t iters = a->iters;
 	uint64_t *tp = malloc(iters * sizeof(*tp));
 	double *samples = malloc(iters * sizeof(*samples));
-	volatile uint8_t *poll_byte = q->buf + q->half + size - 1;
 	double rtt_factor = (c->verb == MR_VERB_READ || c->verb == MR_VERB_ATOMIC) ? 1.0 : 2.0;
 	struct mr_send_wr wr;
 	struct mr_wc wc;
@@ -522,18 +589,14 @@ int mr_perf_lat(struct mr_perf_ctx *c, uint64_t size, struct mr_lat_stats *out)
 		free(samples);
 		return fail(c, -ENOMEM, "latency samples");
 	}
-	for (uint64_t n = 0; n < iters; n++) {
-		uint8_t tag = (uint8_t)(n + 1);
-		uint64_t start = now_ns();
-
-		/* ping-pong tests: the server answers each message of the client */
-		if (!c->client && c->verb == MR_VERB_WRITE) {
-			while (*poll_byte != tag)
-				if (now_ns() - start > PROGRESS_TIMEOUT_NS) {
-					rc = fail(c, -ETIMEDOUT, "no write from the peer for 10 s");
-					goto out;
-				}
-		} else if (!c->client && c->verb == MR_VERB_SEND) {
+	if (c->verb == MR_VERB_WRITE) {
+		rc = lat_write(c, size, tp);
+		if (rc < 0)
+			goto out;
+	}
+	for (uint64_t n = 0; c->verb != MR_VERB_WRITE && n < iters; n++) {
+		/* send_lat: the server answers each message of the client */
+		if (!c->client && c->verb == MR_VERB_SEND) {
 			rc = wait_one(c, c->rcq, &wc);
 			if (rc == 0 && n + a->rx_depth < iters)
 				rc = post_recv_one(c, 0, size);
@@ -542,9 +605,6 @@ int mr_perf_lat(struct mr_perf_ctx *c, uint64_t size, struct mr_lat_stats *out)
 		}
 		build_wr(c, q, size, &wr);
 		wr.send_flags = MR_SEND_SIGNALED;
-		/* the last byte carries the iteration tag the peer polls on (perftest does it) */
-		if (c->verb == MR_VERB_WRITE)
-			q->buf[size - 1] = tag;
 		tp[n] = now_ns();
 		rc = mrc_post_send(q->qp, &wr);
 		if (rc < 0) {
@@ -554,13 +614,7 @@ int mr_perf_lat(struct mr_perf_ctx *c, uint64_t size, struct mr_lat_stats *out)
 		rc = wait_one(c, c->scq, &wc);
 		if (rc < 0)
 			goto out;
-		if (c->client && c->verb == MR_VERB_WRITE) {
-			while (*poll_byte != tag)
-				if (now_ns() - start > PROGRESS_TIMEOUT_NS) {
-					rc = fail(c, -ETIMEDOUT, "no write from the peer for 10 s");
-					goto out;
-				}
-		} else if (c->client && c->verb == MR_VERB_SEND) {
+		if (c->client && c->verb == MR_VERB_SEND) {
 			rc = wait_one(c, c->rcq, &wc);
 			if (rc == 0 && n + a->rx_depth < iters)
 				rc = post_recv_one(c, 0, size);

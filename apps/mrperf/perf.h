@@ -43,6 +43,10 @@ struct mr_perf_ctx {
 	struct mr_perf_qp qp[MR_PERF_MAX_QPS];
 	uint64_t verified;   /* --verify: bytes checked */
 	uint64_t corrupted;  /* --verify: bytes that differed */
+	/* Negotiated in the setup exchange (negotiate.h); set before mr_perf_connect. */
+	bool metaroce;
+	uint16_t n_entropies;
+	uint8_t cc;          /* enum mrc_cc_algo */
 	char err[256];       /* last failure, in words */
 };
 

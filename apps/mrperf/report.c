@@ -247,6 +247,12 @@ static void json_info(FILE *f, const struct mr_report_info *in)
 		fprintf(f, "    \"Max_inline_data\": %u,\n", in->inline_size);
 	else
 		fprintf(f, "    \"Outstand_reads\": %u,\n", in->out_reads);
+	if (in->transport != NULL) {
+		fprintf(f, "    \"Reliable_transport\": \"%s\",\n", in->transport);
+		if (in->cc != NULL)
+			fprintf(f, "    \"Entropies\": %u,\n    \"CC\": \"%s\",\n", in->entropies,
+				in->cc);
+	}
 	fprintf(f, "    \"rdma_cm_QPs\": \"OFF\",\n    \"Data_ex_method\": \"Ethernet\"\n  },\n");
 }
 

@@ -37,6 +37,11 @@ struct mr_report_info {
 	int gid_index;           /* -1: not printed */
 	unsigned inline_size;
 	unsigned out_reads;
+	/* Reliable transport actually used ("RoCE" or "MetaRoCE"); NULL: not reported (JSON
+	 * then has no Reliable_transport key, as perftest's). */
+	const char *transport;
+	unsigned entropies;      /* MetaRoCE only */
+	const char *cc;          /* MetaRoCE only */
 };
 
 /* The "----" line. */

@@ -6,11 +6,20 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 
 #include <rte_byteorder.h>
 #include <rte_common.h>
 #include <rte_cycles.h>
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_ethdev.h>
+#include <rte_kvargs.h>
 #include <rte_ether.h>
 #include <rte_ip.h>
 #include <rte_lcore.h>
@@ -30,6 +39,11 @@
 /* Frame = MTU + Ethernet header + two VLAN tags (QinQ tolerated) + FCS some PMDs DMA too. */
 #define FRAME_OVERHEAD (RTE_ETHER_HDR_LEN + 2 * RTE_VLAN_HLEN + RTE_ETHER_CRC_LEN)
 #define MIN_MTU 68 /* RFC 791: every IPv4 host must take 68-byte datagrams */
+/* net_af_packet (TPACKET_V2): a ring frame of framesz bytes carries the tpacket2_hdr and the
+ * sockaddr_ll before the data; framesz defaults to 2048 in the PMD. */
+#define AFP_DRIVER "net_af_packet"
+#define AFP_DEF_FRAMESZ 2048u
+#define AFP_FRAME_HDR ((uint32_t)(TPACKET2_HDRLEN - sizeof(struct sockaddr_ll)))
 
 /* Per-queue tx state; each on its own cache line, written only by the owning lcore. */
 struct mr_dpdk_txq {
@@ -42,8 +56,10 @@ struct mr_dpdk_port {
 	uint16_t port_id;
 	uint16_t nb_queues;
 	uint16_t mtu;
+	uint16_t eth_mtu;    /* MTU given to ethdev: mtu, or clamped for af_packet (see below) */
 	uint32_t caps;
 	uint32_t max_frame;
+	uint32_t pmd_frame;  /* af_packet: largest frame one ring slot holds; 0 = not af_packet */
 	uint64_t drain_tsc;
 	uint64_t alloc_fail; /* any lcore: updated atomically */
 	bool started;
@@ -76,6 +92,10 @@ static int create_pool(struct mr_dpdk_port *p, const struct mr_dpdk_port_conf *c
 	uint32_t room = RTE_MAX(frame, (uint32_t)RTE_MBUF_DEFAULT_DATAROOM);
 	uint32_t n = c->nb_mbufs;
 
+	/* af_packet refuses an rx queue whose mbufs are smaller than its ring slot. */
+	if (p->pmd_frame != 0)
+		room = RTE_MAX(room, p->pmd_frame);
+
 	if (n == 0)
 		n = (uint32_t)p->nb_queues * (nb_rxd + nb_txd + tx_burst) +
 		    rte_lcore_count() * POOL_CACHE + POOL_SPARE;
@@ -86,6 +106,8 @@ static int create_pool(struct mr_dpdk_port *p, const struct mr_dpdk_port_conf *c
 	if (p->pool == NULL)
 		return -rte_errno;
 	p->max_frame = room - RTE_ETHER_CRC_LEN;
+	if (p->pmd_frame != 0)
+		p->max_frame = RTE_MIN(p->max_frame, p->pmd_frame);
 	return 0;
 }
 
@@ -126,6 +148,81 @@ static void free_port(struct mr_dpdk_port *p)
 	free(p);
 }
 
+/* af_packet's ring slot size from its devargs (framesz=N), or the PMD's default. */
+static uint32_t afp_framesz(const struct rte_eth_dev_info *info)
+{
+	const struct rte_devargs *da = info->device != NULL ? rte_dev_devargs(info->device) : NULL;
+	struct rte_kvargs *kv;
+	const char *v;
+	uint32_t fs = AFP_DEF_FRAMESZ;
+
+	if (da == NULL || da->args == NULL || da->args[0] == '\0')
+		return fs;
+	kv = rte_kvargs_parse(da->args, NULL);
+	if (kv == NULL)
+		return fs;
+	v = rte_kvargs_get(kv, "framesz");
+	if (v != NULL) {
+		char *end;
+		unsigned long x = strtoul(v, &end, 0);
+
+		if (*end == '\0' && x > AFP_FRAME_HDR && x <= UINT16_MAX + 1ul)
+			fs = (uint32_t)x;
+	}
+	rte_kvargs_free(kv);
+	return fs;
+}
+
+/* What ethdev is told for an MTU on this port. DPDK 22.11's net_af_packet reports a fixed
+ * max_rx_pktlen of 1518 whatever its ring holds, so rte_eth_dev_configure() refuses jumbo MTUs
+ * although the socket passes any frame up to its ring slot (framesz devarg minus the tpacket2
+ * header) and the kernel interface's MTU. For af_packet the real limits are used instead:
+ * ethdev gets the largest MTU it accepts, the interface MTU is set by us (as the PMD's mtu_set
+ * would), and the port's max frame is the ring slot (mr_dpdk_port_max_frame(); a longer frame
+ * arrives truncated and fails the parser, so the caller checks that its largest frame, e.g.
+ * IB MTU 4096's, fits). Other PMDs get mtu as is, and refuse what they cannot do. -EINVAL if
+ * the slot cannot even hold a minimal frame. */
+static int afp_mtu(struct mr_dpdk_port *p, const struct rte_eth_dev_info *info)
+{
+	uint32_t dev_max = info->max_mtu;
+
+	p->eth_mtu = p->mtu;
+	if (info->driver_name == NULL || strcmp(info->driver_name, AFP_DRIVER) != 0)
+		return 0;
+	p->pmd_frame = afp_framesz(info) - AFP_FRAME_HDR;
+	if (p->pmd_frame < RTE_ETHER_MIN_LEN + RTE_VLAN_HLEN)
+		return -EINVAL;
+	if (info->max_rx_pktlen > RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN)
+		dev_max = RTE_MIN(dev_max, info->max_rx_pktlen - RTE_ETHER_HDR_LEN -
+					    RTE_ETHER_CRC_LEN);
+	if (p->mtu > dev_max)
+		p->eth_mtu = (uint16_t)dev_max;
+	return 0;
+}
+
+/* SIOCSIFMTU on the af_packet interface (in our network namespace). */
+static int afp_set_if_mtu(const struct rte_eth_dev_info *info, uint16_t mtu)
+{
+	struct ifreq ifr;
+	int s, rc = 0;
+
+	memset(&ifr, 0, sizeof(ifr));
+	if (if_indextoname(info->if_index, ifr.ifr_name) == NULL)
+		return -ENODEV;
+	s = socket(AF_INET, SOCK_DGRAM, 0);
+	if (s < 0)
+		return -errno;
+	if (ioctl(s, SIOCGIFMTU, &ifr) == 0 && ifr.ifr_mtu == mtu) {
+		close(s);
+		return 0;
+	}
+	ifr.ifr_mtu = mtu;
+	if (ioctl(s, SIOCSIFMTU, &ifr) < 0)
+		rc = -errno;
+	close(s);
+	return rc;
+}
+
 static int configure(struct mr_dpdk_port *p, const struct mr_dpdk_port_conf *c,
 		     const struct rte_eth_dev_info *info, uint16_t *nb_rxd, uint16_t *nb_txd)
 {
@@ -133,7 +230,7 @@ static int configure(struct mr_dpdk_port *p, const struct mr_dpdk_port_conf *c,
 	int rc;
 
 	memset(&ec, 0, sizeof(ec));
-	ec.rxmode.mtu = p->mtu;
+	ec.rxmode.mtu = p->eth_mtu;
 	if (!c->no_tx_offload) {
 		if (info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM) {
 			ec.txmode.offloads |= RTE_ETH_TX_OFFLOAD_IPV4_CKSUM;
@@ -162,6 +259,8 @@ static int configure(struct mr_dpdk_port *p, const struct mr_dpdk_port_conf *c,
 	rc = rte_eth_dev_adjust_nb_rx_tx_desc(p->port_id, nb_rxd, nb_txd);
 	if (rc < 0)
 		return rc;
+	if (p->eth_mtu != p->mtu) /* af_packet jumbo: the kernel interface MTU, see afp_mtu() */
+		return afp_set_if_mtu(info, p->mtu);
 	rc = rte_eth_dev_set_mtu(p->port_id, p->mtu);
 	if (rc == 0)
 		p->caps |= MR_DPDK_CAP_MTU_SET;
@@ -240,7 +339,7 @@ struct mr_dpdk_port *mr_dpdk_port_open(const struct mr_dpdk_port_conf *c)
 	nb_txd = c->nb_txd ? c->nb_txd : DEF_NB_DESC;
 	tx_burst = c->tx_burst ? c->tx_burst : DEF_TX_BURST;
 	if ((c->mtu != 0 && (c->mtu < MIN_MTU || c->mtu > MR_DPDK_MTU_MAX ||
-			     c->mtu < info.min_mtu || c->mtu > info.max_mtu)) ||
+			     c->mtu < info.min_mtu)) ||
 	    c->nb_queues > MR_DPDK_MAX_QUEUES || c->nb_queues > info.max_rx_queues ||
 	    c->nb_queues > info.max_tx_queues || tx_burst > MAX_TX_BURST) {
 		errno = EINVAL;
@@ -264,7 +363,12 @@ struct mr_dpdk_port *mr_dpdk_port_open(const struct mr_dpdk_port_conf *c)
 	if (socket < 0)
 		socket = (int)rte_socket_id();
 
-	rc = configure(p, c, &info, &nb_rxd, &nb_txd);
+	rc = afp_mtu(p, &info);
+	/* Any other PMD must take the MTU as is. */
+	if (rc == 0 && p->eth_mtu == p->mtu && p->mtu > info.max_mtu)
+		rc = -EINVAL;
+	if (rc == 0)
+		rc = configure(p, c, &info, &nb_rxd, &nb_txd);
 	if (rc == 0)
 		rc = create_pool(p, c, nb_rxd, nb_txd, tx_burst, socket);
 	if (rc == 0)

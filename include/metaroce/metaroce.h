@@ -90,8 +90,28 @@ enum mrc_qp_attr_mask {
 	MRC_QP_RETRY_CNT = 1 << 11,
 	MRC_QP_RNR_RETRY = 1 << 12,
 	MRC_QP_MAX_QP_RD_ATOMIC = 1 << 13,
+	/* transport, n_entropies, cc (metaroce extension; optional in INIT->RTR only). Set it only
+	 * after both ends agreed on MetaRoCE (docs/metaroce-wire.md): a stock peer must only ever
+	 * see plain RoCE v2 RC. */
+	MRC_QP_TRANSPORT = 1 << 14,
 };
-#define MRC_QP_ATTR_MASK_ALL ((1u << 14) - 1)
+#define MRC_QP_ATTR_MASK_ALL ((1u << 15) - 1)
+
+/* Values as enum mr_transport (stack/transport/rc.h). */
+enum mrc_transport {
+	MRC_TRANSPORT_RC = 0,        /* IBA ch. 9.7 go-back-N: what stock peers speak */
+	MRC_TRANSPORT_METAROCE = 1,  /* spraying, SACK, selective repeat (docs/metaroce-wire.md) */
+};
+
+/* Values as enum mr_cc_algo (stack/cc/cc.h). The daemon fills in the controller's parameters
+ * (line rate from the link or its config, base RTT from its config). */
+enum mrc_cc_algo {
+	MRC_CC_NONE = 0,
+	MRC_CC_DCQCN = 1,
+	MRC_CC_METAROCE = 2,
+};
+
+#define MRC_MAX_ENTROPIES 256        /* MRETH.path is 8 bits */
 
 /* Address vector: struct mr_path with fixed-width fields. GIDs are IPv6 or IPv4-mapped
  * (::ffff:a.b.c.d); ipv6 = 0 selects an IPv4 header built from gid[12..15]. */
@@ -124,6 +144,13 @@ struct mrc_qp_attr {
 	uint8_t retry_cnt;         /* 0..7 */
 	uint8_t rnr_retry;         /* 0..7, 7 = infinite (IBA 9.7.5.2.8) */
 	struct mrc_path path;
+	/* MRC_QP_TRANSPORT. Appended after the verbs fields: a request from an older client
+	 * (zeroed beyond its 88-byte attr) reads as plain RC, and these bytes are only read when
+	 * the mask bit is set. */
+	uint8_t transport;         /* enum mrc_transport */
+	uint8_t cc;                /* enum mrc_cc_algo */
+	uint16_t n_entropies;      /* MetaRoCE: UDP source ports path.udp_sport + 0..n-1, 1..256 */
+	uint32_t reserved;         /* 0 */
 };
 
 enum mrc_qp_type {

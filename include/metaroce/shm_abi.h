@@ -41,7 +41,10 @@
 /* Public structs that travel inside control messages. */
 _Static_assert(sizeof(struct mrc_port_attr) == 128, "port attr layout");
 _Static_assert(sizeof(struct mrc_path) == 56, "path layout");
-_Static_assert(sizeof(struct mrc_qp_attr) == 88, "qp attr layout");
+/* 88 bytes of verbs fields + 8 of MRC_QP_TRANSPORT (appended; still fits the 240-byte
+ * request and response unions, so MRC_ABI_VERSION stays 1). */
+_Static_assert(sizeof(struct mrc_qp_attr) == 96, "qp attr layout");
+_Static_assert(offsetof(struct mrc_qp_attr, transport) == 88, "transport after the path");
 
 /* ---- ring header: 4 cache lines, entries follow at offset sizeof(struct mrc_ring_hdr) ---- */
 struct mrc_ring_hdr {

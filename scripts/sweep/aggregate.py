@@ -41,9 +41,11 @@ def main():
     base = {}
     for r in loss:
         if r.get("loss_rate") == 0 and r.get("verified"):
-            base[(r["mode"], r.get("transport"), r.get("fabric_paths"))] = r["goodput_gbps"]
+            # "test" (real runs: write_bw / send_bw) keeps each test's baseline its own.
+            base[(r["mode"], r.get("transport"), r.get("fabric_paths"), r.get("test"))] = \
+                r["goodput_gbps"]
     for r in loss:
-        b = base.get((r["mode"], r.get("transport"), r.get("fabric_paths")))
+        b = base.get((r["mode"], r.get("transport"), r.get("fabric_paths"), r.get("test")))
         ok = r.get("verified") is True
         r["verified"] = ok
         r["goodput_ratio"] = round(r["goodput_gbps"] / b, 4) if ok and b else 0.0

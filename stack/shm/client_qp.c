@@ -3,6 +3,7 @@
  * post_recv write one entry into the QP's SQ/RQ ring (the app is the producer).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -118,10 +119,23 @@ int mrc_modify_qp(struct mrc_qp *qp, const struct mrc_qp_attr *attr, uint32_t ma
 		return -EINVAL;
 	if (attr == NULL || mask == 0 || (mask & ~(uint32_t)MRC_QP_ATTR_MASK_ALL) != 0)
 		return mrc_fail(qp->o.s, EINVAL, "mrc_modify_qp: bad attr or mask 0x%x", mask);
+	/* MetaRoCE only after both ends agreed; its values are checked here so a bad call fails
+	 * without a round trip (docs/metaroce-wire.md: MRETH.path is 8 bits -> 1..256 entropies). */
+	if ((mask & MRC_QP_TRANSPORT) &&
+	    (attr->transport > MRC_TRANSPORT_METAROCE || attr->cc > MRC_CC_METAROCE ||
+	     (attr->transport == MRC_TRANSPORT_METAROCE &&
+	      (attr->n_entropies < 1 || attr->n_entropies > MRC_MAX_ENTROPIES))))
+		return mrc_fail(qp->o.s, EINVAL, "mrc_modify_qp: bad transport %u/%u entropies/cc %u",
+				attr->transport, attr->n_entropies, attr->cc);
 	memset(&req, 0, sizeof(req));
 	req.u.modify_qp.qp = qp->o.handle;
 	req.u.modify_qp.mask = mask;
-	req.u.modify_qp.attr = *attr;
+	/* Without MRC_QP_TRANSPORT only the verbs fields are read: a caller built against the
+	 * 88-byte attr (before the transport fields were appended) is never over-read. */
+	if (mask & MRC_QP_TRANSPORT)
+		req.u.modify_qp.attr = *attr;
+	else
+		memcpy(&req.u.modify_qp.attr, attr, offsetof(struct mrc_qp_attr, transport));
 	rc = mrc_rpc(qp->o.s, MRC_CTL_MODIFY_QP, &req, -1, &resp, NULL);
 	if (rc == 0 && (mask & MRC_QP_STATE))
 		qp->state = attr->qp_state;

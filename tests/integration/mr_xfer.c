@@ -27,6 +27,7 @@
  *
  *   mr_xfer --role a|b --sock PATH --dir DIR [--qps N] [--sizes LIST] [--ops LIST] [--iters N]
  *           [--expect-mtu N] [--timeout SEC] [--gen N] [--stream SEC] [--until-error]
+ *           [--ack-timeout CODE (IBA 9.7.6.1.3: 4.096 us * 2^CODE, default 14)]
  *           [--reconnect]
  */
 #include <errno.h>
@@ -102,6 +103,7 @@ struct xfer {
 	const char *sock, *dir;
 	unsigned int nqp, iters, timeout_s, gen, stream_s;
 	uint32_t expect_mtu;
+	uint8_t ack_timeout;    /* --ack-timeout: IBA local ACK timeout code (default 14) */
 	bool until_error, reconnect;
 	uint64_t sizes[MAX_SIZES];
 	unsigned int nsizes;
@@ -396,7 +398,7 @@ static void connect_qp(struct xfer *x, unsigned int q)
 	a.qp_state = MR_QPS_RTS;
 	a.sq_psn = p->me.psn;
 	/* until-error: 4.096 us * 2^12 = 16.8 ms, 3 retries, so that the peer's loss shows fast */
-	a.timeout = x->until_error ? 12 : 14;
+	a.timeout = x->until_error ? 12 : x->ack_timeout;
 	a.retry_cnt = x->until_error ? 3 : 7;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 4;
@@ -990,9 +992,11 @@ int main(int argc, char **argv)
 		{"timeout", required_argument, NULL, 't'}, {"gen", required_argument, NULL, 'g'},
 		{"stream", required_argument, NULL, 'S'},
 		{"until-error", no_argument, NULL, 'E'}, {"reconnect", no_argument, NULL, 'R'},
+		{"ack-timeout", required_argument, NULL, 'A'},
 		{NULL, 0, NULL, 0},
 	};
-	static struct xfer x = { .nqp = 1, .iters = 1, .timeout_s = 30, .gen = 1 };
+	static struct xfer x = { .nqp = 1, .iters = 1, .timeout_s = 30, .gen = 1,
+				 .ack_timeout = 14 };
 	int opt;
 
 	g_x = &x;
@@ -1002,6 +1006,9 @@ int main(int argc, char **argv)
 		x.ops[o] = true;
 	x.sizes[0] = 4096;
 	x.nsizes = 1;
+	/* The suite's default (lib.sh ITL_ACK_TIMEOUT); --ack-timeout overrides it. */
+	if (getenv("MR_XFER_ACK_TIMEOUT") != NULL)
+		x.ack_timeout = (uint8_t)strtoul(getenv("MR_XFER_ACK_TIMEOUT"), NULL, 0);
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'r': x.role = optarg[0]; break;
@@ -1017,15 +1024,18 @@ int main(int argc, char **argv)
 		case 'S': x.stream_s = (unsigned int)strtoul(optarg, NULL, 0); break;
 		case 'E': x.until_error = true; break;
 		case 'R': x.reconnect = true; break;
+		case 'A': x.ack_timeout = (uint8_t)strtoul(optarg, NULL, 0); break;
 		default: return 2;
 		}
 	}
 	if ((x.role != 'a' && x.role != 'b') || x.sock == NULL || x.dir == NULL || x.nqp == 0 ||
 	    x.nqp > MAX_QPS || x.iters == 0 || x.timeout_s == 0 || x.gen == 0 ||
+	    x.ack_timeout == 0 || x.ack_timeout > 31 ||
 	    ((x.stream_s || x.until_error) && x.role != 'a') || (x.reconnect && x.role != 'b')) {
 		fprintf(stderr, "usage: mr_xfer --role a|b --sock PATH --dir DIR [--qps 1..64] "
 			"[--sizes 1,4K,1M] [--ops send,send_imm,write,write_imm,read,cmp_swap,"
 			"fetch_add] [--iters N] [--expect-mtu N] [--timeout S] [--gen N] "
+			"[--ack-timeout 1..31] "
 			"[--stream S (a)] [--until-error (a)] [--reconnect (b)]\n");
 		return 2;
 	}

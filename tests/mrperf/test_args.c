@@ -30,6 +30,7 @@ static void test_defaults(void **state)
 	assert_int_equal(a.iters, 5000);
 	assert_int_equal(a.tx_depth, 128);
 	assert_int_equal(a.cq_mod, 100);
+	assert_int_equal(a.qp_timeout, 14); /* perftest's DEF_QP_TIME: 67 ms */
 	assert_int_equal(a.port, 18515);
 	assert_int_equal(a.num_qps, 1);
 	assert_int_equal(a.mtu, 0);
@@ -50,6 +51,13 @@ static void test_defaults(void **state)
 	/* tx depth never exceeds the iteration count */
 	assert_int_equal(PARSE(&a, err, "read_bw", "-n", "50"), 0);
 	assert_int_equal(a.tx_depth, 50);
+	/* -u: the local ACK timeout code, 5 bits, 0 (infinite) refused (IBA 9.7.6.1.3) */
+	assert_int_equal(PARSE(&a, err, "write_bw", "-u", "18"), 0);
+	assert_int_equal(a.qp_timeout, 18);
+	assert_int_equal(PARSE(&a, err, "write_bw", "--qp-timeout=31"), 0);
+	assert_int_equal(a.qp_timeout, 31);
+	assert_int_equal(PARSE(&a, err, "write_bw", "-u", "0"), -EINVAL);
+	assert_int_equal(PARSE(&a, err, "write_bw", "-u", "32"), -EINVAL);
 }
 
 static void test_all_flags(void **state)

@@ -478,7 +478,7 @@ static void test_preamble_old_peer(void **state)
 	int sv[2];
 	pthread_t th;
 	struct mr_pt_conn c = { .client = true, .with_gid = true, .timeout_ms = 5000 };
-	struct mr_pt_preamble p = { 4096, 64, 1024 };
+	struct mr_pt_preamble p = { .cycle_buffer = 4096, .cache_line_size = 64, .mtu = 1024 };
 
 	(void)state;
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
@@ -523,7 +523,7 @@ static void *tcp_server(void *arg)
 {
 	struct tcp_srv *t = arg;
 	struct mr_pt_conn c = { .client = false, .with_gid = true, .timeout_ms = 10000 };
-	struct mr_pt_preamble p = { 4096, 128, 1024 };
+	struct mr_pt_preamble p = { .cycle_buffer = 4096, .cache_line_size = 128, .mtu = 1024 };
 	struct mr_pt_bw_report mine = { 0 };
 	unsigned idx[8], conn;
 	int n, r;
@@ -553,7 +553,7 @@ static void test_tcp_loopback_write_bw(void **state)
 {
 	struct tcp_srv t = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 	struct mr_pt_conn c = { .client = true, .with_gid = true, .timeout_ms = 10000 };
-	struct mr_pt_preamble p = { 4096, 64, 4096 };
+	struct mr_pt_preamble p = { .cycle_buffer = 4096, .cache_line_size = 64, .mtu = 4096 };
 	struct mr_pt_bw_report mine = { .size = 65536, .iters = 5000, .bw_peak = 12.5,
 					.bw_avg = 11.25, .msg_rate = 0.021 };
 	struct mr_pt_bw_report theirs;

@@ -263,6 +263,11 @@ static int f_modify_qp(void *be, void *qp, const struct mrc_qp_attr *a, uint32_t
 		q->attr.retry_cnt = a->retry_cnt;
 	if (mask & MRC_QP_RNR_RETRY)
 		q->attr.rnr_retry = a->rnr_retry;
+	if (mask & MRC_QP_TRANSPORT) {
+		q->attr.transport = a->transport;
+		q->attr.cc = a->cc;
+		q->attr.n_entropies = a->n_entropies;
+	}
 	fake_unlock(fb);
 	return 0;
 }

@@ -313,6 +313,37 @@ static void test_qp_modify_query(void **state)
 	assert_int_equal(q.qp_state, MR_QPS_RTS);
 	assert_int_equal(q.sq_psn, 0xabcdef);
 	assert_int_equal(q.timeout, 14);
+	/* MetaRoCE attributes travel only with MRC_QP_TRANSPORT; without it the backend never
+	 * sees them (an old 88-byte attr is not over-read). */
+	q.transport = MRC_TRANSPORT_METAROCE;
+	q.n_entropies = 16;
+	q.cc = MRC_CC_METAROCE;
+	assert_int_equal(mrc_modify_qp(e.qp, &q, MRC_QP_TIMEOUT), 0);
+	fake_lock(&h->fb);
+	assert_int_equal(h->fb.qps[0].attr.transport, MRC_TRANSPORT_RC);
+	assert_int_equal(h->fb.qps[0].attr.n_entropies, 0);
+	fake_unlock(&h->fb);
+	assert_int_equal(mrc_modify_qp(e.qp, &q, MRC_QP_TRANSPORT), 0);
+	fake_lock(&h->fb);
+	assert_int_equal(h->fb.qps[0].last_mask, MRC_QP_TRANSPORT);
+	assert_int_equal(h->fb.qps[0].attr.transport, MRC_TRANSPORT_METAROCE);
+	assert_int_equal(h->fb.qps[0].attr.n_entropies, 16);
+	assert_int_equal(h->fb.qps[0].attr.cc, MRC_CC_METAROCE);
+	fake_unlock(&h->fb);
+	/* Out-of-range transport values are refused in the library. */
+	q.n_entropies = 0;
+	assert_int_equal(mrc_modify_qp(e.qp, &q, MRC_QP_TRANSPORT), -EINVAL);
+	q.n_entropies = 257;
+	assert_int_equal(mrc_modify_qp(e.qp, &q, MRC_QP_TRANSPORT), -EINVAL);
+	q.n_entropies = 4;
+	q.cc = 3;
+	assert_int_equal(mrc_modify_qp(e.qp, &q, MRC_QP_TRANSPORT), -EINVAL);
+	q.cc = MRC_CC_NONE;
+	q.transport = 2;
+	assert_int_equal(mrc_modify_qp(e.qp, &q, MRC_QP_TRANSPORT), -EINVAL);
+	fake_lock(&h->fb);
+	assert_int_equal(h->fb.qps[0].modifies, 5);
+	fake_unlock(&h->fb);
 	/* Bad masks never reach the daemon; CQ in use cannot go. */
 	assert_int_equal(mrc_modify_qp(e.qp, &q, 0), -EINVAL);
 	assert_int_equal(mrc_modify_qp(e.qp, &q, 1u << 20), -EINVAL);

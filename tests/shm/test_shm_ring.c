@@ -35,7 +35,12 @@ static void test_layouts(void **state)
 	/* Public QP attribute values equal the transport's (rc.h) and verbs. */
 	assert_int_equal(MRC_QP_STATE, 1);
 	assert_int_equal(MRC_QP_MAX_QP_RD_ATOMIC, 1 << 13);
-	assert_int_equal(MRC_QP_ATTR_MASK_ALL, 0x3fff);
+	assert_int_equal(MRC_QP_TRANSPORT, 1 << 14);
+	assert_int_equal(MRC_QP_ATTR_MASK_ALL, 0x7fff);
+	assert_int_equal(sizeof(struct mrc_qp_attr), 96);
+	assert_int_equal(offsetof(struct mrc_qp_attr, n_entropies), 90);
+	assert_int_equal(MRC_TRANSPORT_METAROCE, 1);
+	assert_int_equal(MRC_CC_METAROCE, 2);
 	assert_int_equal(mrc_ring_bytes(4, 64), 256 + 256);
 	assert_int_equal(mrc_ring_bytes(1, 320), 256 + 320);
 }
