@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * mrpingpong's verbs side (see pingpong.h).
  */
+#include "tool_util.h"
 #include "pingpong.h"
 
 #include <errno.h>
@@ -22,26 +23,20 @@
 
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return mr_tool_now_ns();
 }
+
+static int fail(struct mr_pp_ctx *c, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 static int fail(struct mr_pp_ctx *c, int rc, const char *fmt, ...)
 {
 	va_list ap;
-	size_t n;
 
 	va_start(ap, fmt);
-	vsnprintf(c->err, sizeof(c->err), fmt, ap);
+	rc = mr_tool_vfail(c->err, sizeof(c->err), c->s, rc, fmt, ap);
 	va_end(ap);
-	n = strlen(c->err);
-	if (rc < 0 && n < sizeof(c->err))
-		snprintf(c->err + n, sizeof(c->err) - n, ": %s%s%s", mrc_strerror(rc),
-			 c->s != NULL && mrc_last_error(c->s)[0] ? " - " : "",
-			 c->s != NULL ? mrc_last_error(c->s) : "");
-	return rc < 0 ? rc : -EIO;
+	return rc;
 }
 
 static int post_recvs(struct mr_pp_ctx *c, uint32_t n)
