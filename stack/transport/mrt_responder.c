@@ -117,19 +117,8 @@ static bool mrt_valid_shape(const struct mr_qp *qp, const struct mr_pkt *pkt, ui
 
 static int mrt_bind_recv(struct mr_qp *qp, struct rc_rwqe *r)
 {
-	for (uint32_t i = 0; i < r->wr.num_sge; i++) {
-		const struct mr_sge *sg = &r->wr.sg_list[i];
-		struct mr_memreg *mr;
-
-		r->host[i] = NULL;
-		if (sg->length == 0)
-			continue;
-		mr = rc_mr_lookup(qp->ctx, qp->init.pd, sg->lkey, sg->addr, sg->length,
-				  MR_ACCESS_LOCAL_WRITE);
-		if (mr == NULL)
-			return -1;
-		r->host[i] = mr->host + (sg->addr - mr->iova);
-	}
+	if (rc_rwqe_bind(qp, r) < 0)
+		return -1;
 	r->m_bound = true;
 	return 0;
 }

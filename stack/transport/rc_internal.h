@@ -259,6 +259,7 @@ bool rc_wr_is_rd_atomic(enum mr_wr_opcode op);
 int rc_req_resolve(struct mr_qp *qp, struct rc_swqe *w);
 unsigned int rc_req_gather(const struct rc_swqe *w, uint32_t off, uint32_t n, struct mr_iov *iov);
 uint8_t rc_req_opcode(enum mr_wr_opcode op, bool first, bool last);
+int rc_rwqe_bind(struct mr_qp *qp, struct rc_rwqe *r);
 int rc_req_tx(struct mr_qp *qp, uint64_t now, struct mr_tx_pkt *out);
 /* Point the requester at psn (go-back-N restart point), recounting outstanding READ/atomics. */
 void rc_req_seek(struct mr_qp *qp, uint32_t psn);

@@ -141,10 +141,10 @@ static void rc_resp_rnr(struct mr_qp *qp, uint32_t psn)
 	qp->resp.nak_sent = true;
 }
 
-static int rc_resp_bind_recv(struct mr_qp *qp)
+/* Resolve a receive WQE's SGEs to host pointers (local write access, bounds checked: IBA
+ * 10.6.3). Shared by the RC and MetaRoCE responders. Returns 0, or -1 for a bad lkey/range. */
+int rc_rwqe_bind(struct mr_qp *qp, struct rc_rwqe *r)
 {
-	struct rc_rwqe *r = rc_rq_at(qp, qp->rq_head);
-
 	for (uint32_t i = 0; i < r->wr.num_sge; i++) {
 		const struct mr_sge *sg = &r->wr.sg_list[i];
 		struct mr_memreg *mr;
@@ -158,6 +158,13 @@ static int rc_resp_bind_recv(struct mr_qp *qp)
 			return -1;
 		r->host[i] = mr->host + (sg->addr - mr->iova);
 	}
+	return 0;
+}
+
+static int rc_resp_bind_recv(struct mr_qp *qp)
+{
+	if (rc_rwqe_bind(qp, rc_rq_at(qp, qp->rq_head)) < 0)
+		return -1;
 	qp->resp.rwqe_bound = true;
 	qp->resp.recv_off = 0;
 	return 0;
