@@ -75,18 +75,39 @@ opcode_at_least() { # FILE OPCODE MIN
 	[ "${n:-0}" -ge "$3" ] || fail "$(basename "$1"): $2 = ${n:-0}, want >= $3"
 }
 
-step() { # NAME KIND SIZE ITERS SERVER_CMD CLIENT_CMD
-	local name=$1 kind=$2 size=$3 iters=$4 scmd=$5 ccmd=$6 t sfig cfig
-	t=$(mr_rxe_now)
-	mr_rxe_capture_start "$tag" "$work/$name.pcap" || fail "$name: tcpdump"
+# One attempt of a step; on failure sets STEP_WHY and returns 1.
+step_once() { # NAME KIND SIZE ITERS SERVER_CMD CLIENT_CMD
+	local name=$1 kind=$2 size=$3 iters=$4 scmd=$5 ccmd=$6
+	STEP_WHY=
+	mr_rxe_capture_start "$tag" "$work/$name.pcap" || { STEP_WHY="$name: tcpdump"; return 1; }
 	mr_rxe_pair "$tag" 1 2 180 "$work/$name" "$scmd" "$ccmd"
-	mr_rxe_capture_stop "$tag" || fail "$name: capture dropped frames"
-	[ "$MR_RXE_PAIR_SRC" = 0 ] && [ "$MR_RXE_PAIR_CRC" = 0 ] ||
-		fail "$name: exit server=$MR_RXE_PAIR_SRC client=$MR_RXE_PAIR_CRC
+	mr_rxe_capture_stop "$tag" || { STEP_WHY="$name: capture dropped frames"; return 1; }
+	if [ "$MR_RXE_PAIR_SRC" != 0 ] || [ "$MR_RXE_PAIR_CRC" != 0 ]; then
+		STEP_WHY="$name: exit server=$MR_RXE_PAIR_SRC client=$MR_RXE_PAIR_CRC
 $(tail -n 5 "$work/$name.server")
 $(tail -n 5 "$work/$name.client")"
-	sfig=$(mr_perf_check "$work/$name.server" "$kind" "$size" "$iters" 1024) || fail "$name server: $sfig"
-	cfig=$(mr_perf_check "$work/$name.client" "$kind" "$size" "$iters" 1024) || fail "$name client: $cfig"
+		return 1
+	fi
+	sfig=$(mr_perf_check "$work/$name.server" "$kind" "$size" "$iters" 1024) ||
+		{ STEP_WHY="$name server: $sfig"; return 1; }
+	cfig=$(mr_perf_check "$work/$name.client" "$kind" "$size" "$iters" 1024) ||
+		{ STEP_WHY="$name client: $cfig"; return 1; }
+	return 0
+}
+
+# A step runs once more after a failure: stock perftest in a TCG guest on a loaded 2-core host
+# occasionally reports a zero figure or stalls past rxe's retry budget (seen once in CI:
+# "ib_write_bw server: figure 0.000000 not positive"). The retry is announced, never silent, and
+# the capture check below applies to the attempt that passed.
+step() { # NAME KIND SIZE ITERS SERVER_CMD CLIENT_CMD
+	local name=$1 t sfig cfig
+	t=$(mr_rxe_now)
+	if ! step_once "$@"; then
+		echo "rxe-baseline: $name: attempt 1 failed ($(echo "$STEP_WHY" | head -n 1)); retrying"
+		cp "$work/$name.server" "$work/$name.try1.server" 2>/dev/null
+		cp "$work/$name.client" "$work/$name.try1.client" 2>/dev/null
+		step_once "$@" || fail "$STEP_WHY"
+	fi
 	"$mrpcap" check "$work/$name.pcap" > "$work/$name.check" 2>&1 ||
 		fail "$name: mrpcap check: $(grep -m 3 FAIL "$work/$name.check")"
 	grep -q ", 0 failed" "$work/$name.check" || fail "$name: mrpcap reported failures"
