@@ -37,6 +37,7 @@
 /* RTO floor with an RTT estimate (the QP's IBA timeout is the ceiling, C9-141). */
 #define MRT_RTO_MIN_NS 100000u
 #define MRT_RTO_MAX_SHIFT 16u
+#define MRT_RTO_PROBES_PER_ACKTO 4u /* rack.c mrt_rto_deadline */
 /* RFC 6298's G (rack.c mrt_gran_note): the endpoints' scheduling granularity, learnt as the
  * largest RTT excursion above min RTT; it halves every MRT_GRAN_HALFLIFE smoothed RTTs without
  * a larger one. */
@@ -133,6 +134,7 @@ struct mrt_req {
 	uint32_t rtx_head;
 	uint64_t rack_deadline, tlp_deadline, rto_deadline;
 	bool tlp_fire, tlp_out;
+	bool rto_probe; /* a repeated RTO: resend the oldest unacknowledged PSN (rack.c) */
 	uint32_t backoff;
 	uint8_t retry_left, rnr_left;
 	uint64_t progress_ts; /* last forward progress, or idle (mrt_arm_timers) */

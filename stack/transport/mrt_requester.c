@@ -269,6 +269,15 @@ int mrt_req_tx(struct mr_qp *qp, uint64_t now, struct mr_tx_pkt *out)
 		return 0;
 	/* RFC 8985 7.3: the probe goes out whatever the window says: when the whole flight is
 	 * lost, the pipe still counts it and would block every other transmission until RTO. */
+	if (r->rto_probe) {
+		r->rto_probe = false;
+		for (uint32_t psn = r->una; psn != r->nxt; psn = mr_psn_add(psn, 1)) {
+			if (!(mrt_sb(qp, psn)->flags & MRT_TX_DONE)) {
+				mrt_resend(qp, psn, now, 0, out); /* rack.c mrt_on_rto */
+				return 1;
+			}
+		}
+	}
 	if (r->tlp_fire && r->una != r->nxt && mrt_tlp(qp, now, out))
 		return 1;
 	r->tlp_fire = false;

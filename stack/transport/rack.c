@@ -262,16 +262,30 @@ uint64_t mrt_rto(const struct mr_qp *qp)
 	return est < ceil ? est : ceil;
 }
 
+/* The backed-off RTO (RFC 6298 5.5) is capped at max(RTO, Local ACK Timeout /
+ * MRT_RTO_PROBES_PER_ACKTO). Exponential backoff protects a congested path from repeated
+ * resends, but here the failure budget is wall time, (retry_cnt + 1) Local ACK Timeouts
+ * (mrt_on_rto), and an uncapped backoff spends it on a handful of probes: a loss burst that
+ * keeps hitting the one outstanding packet (per-packet Gilbert-Elliott keeps a lone probe in
+ * the bad state with p = 1 - 1/burst, 0.75 at mean burst 4) then fails the QP with ~0.75^10
+ * probability. IBA's own RC retries at a fixed Local ACK Timeout (9.7.6.1.3) and IRN uses fixed
+ * RTOs with no backoff (Mittal et al., SIGCOMM'18 3.3); the cap keeps at least
+ * MRT_RTO_PROBES_PER_ACKTO probes per Local ACK Timeout, and a repeated timeout resends only
+ * the oldest packet (mrt_on_rto), so a dead or stalled peer costs one packet per probe. */
 static uint64_t mrt_rto_deadline(const struct mr_qp *qp, uint64_t now)
 {
-	uint64_t rto = mrt_rto(qp);
+	uint64_t rto = mrt_rto(qp), ack_to = mr_ack_timeout_ns(qp->attr.timeout), cap, iv;
 	uint32_t b = qp->mrt->req.backoff;
 
 	if (rto == UINT64_MAX)
 		return UINT64_MAX;
 	if (b > MRT_RTO_MAX_SHIFT)
 		b = MRT_RTO_MAX_SHIFT;
-	return now + (rto << b);
+	iv = rto << b;
+	cap = ack_to == UINT64_MAX ? UINT64_MAX : ack_to / MRT_RTO_PROBES_PER_ACKTO;
+	if (cap < rto)
+		cap = rto;
+	return now + (iv < cap ? iv : cap);
 }
 
 /* Arm RTO and TLP for what is outstanding. progress: new data was acknowledged (restart). */
@@ -329,14 +343,21 @@ static void mrt_on_rto(struct mr_qp *qp, uint64_t now)
 		r->eifel_ts = mrt_ts(now);
 		r->cc_undo_valid = false; /* mrt_cc_timeout saves the state from before this one */
 	}
+	/* The first timeout of a series presumes everything outstanding lost (RFC 8985 8),
+	 * resent selectively: entries SACKed meanwhile stay acknowledged. A repeated one means
+	 * those resends went unanswered too: only the oldest unacknowledged packet goes again
+	 * (RFC 6298 5.4), as a probe that ignores the window like a TLP (RFC 8985 7.3); once
+	 * it is answered, TLP and RACK account for the rest. */
+	if (r->backoff == 0) {
+		r->in_rto = true;
+		for (uint32_t psn = r->una; psn != r->nxt; psn = mr_psn_add(psn, 1))
+			mrt_sb_lost(qp, psn, now);
+		r->in_rto = false;
+	} else {
+		r->rto_probe = true;
+	}
 	if (r->backoff < MRT_RTO_MAX_SHIFT)
 		r->backoff++;
-	/* Everything outstanding is presumed lost (RFC 6298 5.4 / RFC 8985 8), resent
-	 * selectively: entries SACKed meanwhile stay acknowledged. */
-	r->in_rto = true;
-	for (uint32_t psn = r->una; psn != r->nxt; psn = mr_psn_add(psn, 1))
-		mrt_sb_lost(qp, psn, now);
-	r->in_rto = false;
 	mrt_cc_timeout(qp, now);
 	r->tlp_fire = false;
 	r->tlp_out = true; /* no probe until new data is acknowledged */

@@ -183,8 +183,10 @@ static void test_lost_acks_cumulative(void **state)
  * allowance for a single packet in flight (RFC 8985 7.2). */
 #define MRT_PROBE_NS (100000u + 2000u)
 
-/* A dead link: a probe, then RTOs at R, 2R, 4R after each other (exponential backoff), then
- * after retry_cnt timeouts the WQE fails with RETRY_EXC_ERR (IBA 9.7.6.1.3). */
+/* A dead link: a probe, then RTOs. Before any RTT sample the RTO is the Local ACK Timeout R
+ * itself and stays there (rack.c mrt_rto_deadline caps the backoff at max(RTO, R / 4)), as
+ * IBA's RC timer does; after retry_cnt timeouts, (retry_cnt + 1) R after the flight started, the
+ * WQE fails with RETRY_EXC_ERR (IBA 9.7.6.1.3). */
 static void test_rto_backoff_retry_exc(void **state)
 {
 	struct tw_cfg c;
@@ -212,11 +214,58 @@ static void test_rto_backoff_retry_exc(void **state)
 	/* RFC 8985 7.3: the probe re-arms the RTO, so the first RTO counts from the probe */
 	assert_int_equal(t[1], MRT_PROBE_NS);
 	assert_int_equal(t[2] - t[1], r);
-	assert_int_equal(t[3] - t[2], 2 * r);
-	assert_int_equal(t[4] - t[3], 4 * r);
-	assert_int_equal(f.w->now - t[4], 8 * r);
+	assert_int_equal(t[3] - t[2], r);
+	assert_int_equal(t[4] - t[3], r);
+	assert_int_equal(f.w->now - t[4], r);
+	assert_true(f.w->now >= (c.retry_cnt + 1) * r);
 	assert_int_equal(mr_qp_state(f.w->s[0].qp), MR_QPS_ERR);
 	write_done(&f, MR_WC_RETRY_EXC_ERR);
+}
+
+/* A loss burst that keeps hitting the tail: the last packet of a WRITE and its next 15 copies
+ * are lost (per-packet Gilbert-Elliott in the bad state does this to a lone probe with p =
+ * 0.75^k at mean burst 4). With an RTT estimate the RTO backs off exponentially (RFC 6298
+ * 5.5) but never past a quarter of the Local ACK Timeout, and each repeated timeout resends one
+ * packet, the oldest unacknowledged (RFC 6298 5.4), so the 17th copy completes the WRITE
+ * well inside the (retry_cnt + 1) Local ACK Timeouts budget. Uncapped, the 16 copies would
+ * need 100 us x 2^15, past that budget: RETRY_EXC_ERR. */
+static void test_rto_backoff_capped(void **state)
+{
+	struct tw_cfg c;
+	struct wfix f;
+	struct mr_qp_stats a;
+	uint64_t ack_to = mr_ack_timeout_ns(14), cap = ack_to / 4, gap, prev = 0;
+	uint32_t doubled = 0, capped = 0;
+
+	(void)state;
+	tw_metaroce_cfg(&c, 4);
+	write_setup(&f, &c, 4 * 1024);
+	for (uint32_t i = 3; i < 3 + 16; i++)
+		f.w->act[0][i] = TW_DROP;
+	tw_pump(f.w, true, 2000 * MS);
+	a = tw_stats(f.w, 0);
+	print_message("tail burst: %u packets, %lu timeouts, %lu probes, done at %.1f ms\n",
+		      f.w->sent[0], (unsigned long)a.timeouts, (unsigned long)a.tlp_probes,
+		      (double)f.w->now / 1e6);
+	/* 4 originals, then exactly one copy of PSN 103 per probe or timeout */
+	assert_int_equal(f.w->sent[0], 3 + 17);
+	for (uint32_t i = 3; i < f.w->sent[0]; i++)
+		assert_int_equal(f.w->log[0][i].psn, 103);
+	assert_int_equal(a.tlp_probes, 1);
+	assert_int_equal(a.timeouts, 15);
+	for (uint32_t i = 5; i < f.w->sent[0]; i++) {
+		gap = f.w->log_ts[0][i] - f.w->log_ts[0][i - 1];
+		assert_true(gap <= cap);
+		assert_true(gap >= prev);
+		doubled += prev > 0 && gap == 2 * prev;
+		capped += gap == cap;
+		prev = gap;
+	}
+	assert_true(doubled >= 3);
+	assert_true(capped >= 3);
+	assert_true(f.w->now < (uint64_t)(c.retry_cnt + 1) * ack_to);
+	assert_int_equal(mr_qp_state(f.w->s[0].qp), MR_QPS_RTS);
+	write_done(&f, MR_WC_SUCCESS);
 }
 
 /* Entropy 3 black-holes every packet: after the first losses it is cooled down, the rest of the
@@ -511,6 +560,7 @@ int main(void)
 		cmocka_unit_test(test_drop_middle_selective),
 		cmocka_unit_test(test_tail_loss_tlp),
 		cmocka_unit_test(test_lost_acks_cumulative),
+		cmocka_unit_test(test_rto_backoff_capped),
 		cmocka_unit_test(test_rto_backoff_retry_exc),
 		cmocka_unit_test(test_blackhole_path_avoided),
 		cmocka_unit_test(test_read_lost_response),

@@ -12,7 +12,9 @@
 # env:   MR_BUILD (build dir, default ROOT/build), MR_REAL_SIZE (65536), MR_REAL_ITERS (2000),
 #        MR_REAL_TX_DEPTH (16, mrperf -t),
 #        MR_REAL_ENTROPIES (16), MR_REAL_CC (none), MR_REAL_LOSSES ("0 0.001 0.01 0.02 b0.01"),
-#        MR_REAL_TESTS ("write_bw send_bw"), MR_SWEEP_REAL=0 skips the runner.
+#        MR_REAL_TESTS ("write_bw send_bw"), MR_REAL_TRANSPORTS ("roce metaroce"),
+#        MR_REAL_PCAP=1 (each daemon records its frames to RAW/NAME-a|b.pcap, after tx impairment),
+#        MR_SWEEP_REAL=0 skips the runner.
 # Exit 0 (also when skipped: not root, no netns, binaries missing), 1 on a setup failure.
 set -u
 out=$1 runs=$2
@@ -31,6 +33,7 @@ ent=${MR_REAL_ENTROPIES:-16}
 cc=${MR_REAL_CC:-none}
 losses=${MR_REAL_LOSSES:-"0 0.001 0.01 0.02 b0.01"}
 tests=${MR_REAL_TESTS:-"write_bw send_bw"}
+transports=${MR_REAL_TRANSPORTS:-"roce metaroce"}
 py=python3
 [ -x /usr/bin/python3 ] && py=/usr/bin/python3
 skip() { echo "real.sh: skipped: $*" >&2; exit 0; }
@@ -74,6 +77,7 @@ CONF
 		rm -f "$raw/$n.sock" "$raw/$name-$n.stats.json"
 		local imp=()
 		[ "$spec" = off ] || imp=(--impair-tx "$spec")
+		[ "${MR_REAL_PCAP:-0}" = 1 ] && imp+=(--pcap "$raw/$name-$n.pcap")
 		ip netns exec "mr-$tag-$n" "$daemon" -c "$raw/$n.conf" "${imp[@]}" \
 			--stats-json "$raw/$name-$n.stats.json" -- --file-prefix="mrreal$$$n" \
 			--no-huge -m 256 > "$raw/$name-daemon-$n.log" 2>&1 &
@@ -94,7 +98,7 @@ for l in $losses; do
 	model=random rate=$l burst=""
 	case $l in b*) model=bursty rate=${l#b} burst=",burst=4" ;; esac
 	for t in $tests; do
-		for tr in roce metaroce; do
+		for tr in $transports; do
 			name="real-$t-$tr-$model-$rate"
 			extra=()
 			[ $tr = metaroce ] && extra=(--metaroce --entropies "$ent" --cc "$cc")
