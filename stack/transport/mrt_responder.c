@@ -278,6 +278,7 @@ static bool mrt_rx_read(struct mr_qp *qp, const struct mr_pkt *pkt, bool dup)
 	e->msg_seq = h->mreth.msg_seq;
 	e->off = h->mreth.offset;
 	e->msg_len = h->mreth.msg_len;
+	e->path = h->mreth.path;
 	qp->resp.rd_pending++;
 	return true;
 }
@@ -596,6 +597,17 @@ int mrt_resp_tx(struct mr_qp *qp, uint64_t now, struct mr_tx_pkt *out)
 			op = MR_OP_RC_READ_RESPONSE_MIDDLE;
 		h->opcode = mr_opcode_to_metaroce(op);
 		h->psn = e->psn; /* the READ request's PSN; MRETH.offset places the payload */
+		/* Responses are sprayed too (per-packet placement by MRETH.offset makes their
+		 * arrival order irrelevant): round robin over the QP's entropies from the one the
+		 * request came on. The responder gets no ACKs for them, so no path feedback: a
+		 * response lost on a bad path shows as a missing range that the requester's RACK
+		 * re-requests (mrt_requester.c), on a path its own feedback chose. */
+		if (qp->mrt->req.n_paths > 1) {
+			uint16_t p = (uint16_t)((e->path + i) % qp->mrt->req.n_paths);
+
+			h->mreth.path = (uint8_t)p;
+			out->udp_sport = mrt_udp_sport(qp->attr.path.udp_sport, p);
+		}
 		h->mreth.msg_seq = e->msg_seq;
 		h->mreth.offset = e->off + i * mtu;
 		h->mreth.msg_len = e->msg_len;

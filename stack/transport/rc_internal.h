@@ -138,6 +138,7 @@ struct rc_resp {
 	uint32_t left;       /* READ: bytes left */
 	uint64_t orig;       /* atomic: original value */
 	uint32_t msg_seq, off, msg_len; /* MetaRoCE READ responses: MRETH fields */
+	uint16_t path;       /* MetaRoCE READ: the request's entropy, where spraying starts */
 };
 
 /* Responder resources for duplicate READ/atomic requests (IBA 9.4.5, 9.7.5.1): a duplicate

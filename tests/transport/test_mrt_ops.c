@@ -230,6 +230,27 @@ static void test_read_atomic(void **state)
 			 tw_count_op(w, 1, MR_OP_MRC_READ_RESPONSE_LAST), 196);
 	assert_int_equal(tw_count_op(w, 1, MR_OP_MRC_ATOMIC_ACK), 2);
 	assert_int_equal(tw_stats(w, 0).retransmits, 0);
+	/* Responses are sprayed round robin over the 16 entropies from the request's (196 =
+	 * 12 x 16 + 4): every entropy carries 12 or 13, and each one's UDP source port is
+	 * base + entropy (A17.3.3 / docs/metaroce-wire.md). */
+	{
+		uint32_t per[16] = { 0 }, nresp = 0;
+
+		for (uint32_t i = 0; i < w->sent[1]; i++) {
+			uint8_t op = w->log[1][i].opcode;
+
+			if (op != MR_OP_MRC_READ_RESPONSE_FIRST && op != MR_OP_MRC_READ_RESPONSE_MIDDLE &&
+			    op != MR_OP_MRC_READ_RESPONSE_LAST && op != MR_OP_MRC_READ_RESPONSE_ONLY)
+				continue;
+			assert_true(w->log[1][i].mreth.path < 16);
+			assert_int_equal(w->log_sport[1][i], 0xc000 + w->log[1][i].mreth.path);
+			per[w->log[1][i].mreth.path]++;
+			nresp++;
+		}
+		assert_int_equal(nresp, 196);
+		for (int p = 0; p < 16; p++)
+			assert_true(per[p] >= 12 && per[p] <= 13);
+	}
 	tw_destroy(w);
 }
 
