@@ -66,6 +66,7 @@ struct mr_ctx {
 	uint32_t max_inflight;
 	uint64_t rng;
 	struct mr_qp **qp_tab;      /* index = qpn - first_qpn */
+	uint32_t qp_next;           /* next-fit start of the QPN search (rc_qp.c) */
 	struct mr_memreg **mr_tab;  /* index = key >> 8 */
 	uint8_t *mr_tag;            /* next tag (key & 0xff) per slot: stale keys never match */
 	struct rc_link resp_sched;  /* QPs with responses/ACKs queued */

@@ -77,13 +77,20 @@ struct mr_qp *mr_qp_create(struct mr_ctx *ctx, const struct mr_qp_init_attr *ini
 		errno = EINVAL;
 		return NULL;
 	}
-	for (slot = 0; slot < ctx->p.max_qp; slot++)
+	/* Next fit, not lowest first: a destroyed QP's number is reused only after every other
+	 * free one, so late packets of an old connection (still in flight, or retransmitted by a
+	 * peer that has not noticed) do not land on a new QP that got the same QPN and PSN space
+	 * (IBA 9.7: a connection is known on the wire only by its QPN and PSNs; rxe and ConnectX also
+	 * hand QPNs out incrementally). */
+	for (uint32_t i = 0; i < ctx->p.max_qp; i++) {
+		slot = (ctx->qp_next + i) % ctx->p.max_qp;
 		if (ctx->qp_tab[slot] == NULL)
-			break;
-	if (slot == ctx->p.max_qp) {
-		errno = ENOSPC;
-		return NULL;
+			goto found;
 	}
+	errno = ENOSPC;
+	return NULL;
+found:
+	ctx->qp_next = (slot + 1) % ctx->p.max_qp;
 	qp = calloc(1, sizeof(*qp));
 	if (qp == NULL)
 		goto nomem;

@@ -403,6 +403,41 @@ static void test_bad_lkey(void **state)
 	mr_ctx_destroy(o.ctx);
 }
 
+/* QPNs are handed out next-fit (rc_qp.c): a destroyed QP's number comes back only after every
+ * other free one, then the search wraps; a full table gives ENOSPC. */
+static void test_qpn_next_fit(void **state)
+{
+	struct one o;
+	struct mr_qp_init_attr ia = { 0 };
+	struct mr_qp *q[4];
+
+	(void)state;
+	one_init(&o); /* QPN 2 of 2..5 */
+	ia.pd = o.pd;
+	ia.send_cq = o.cq;
+	ia.recv_cq = o.cq;
+	ia.max_send_wr = 4;
+	ia.max_recv_wr = 4;
+	q[0] = mr_qp_create(o.ctx, &ia);
+	assert_non_null(q[0]);
+	assert_int_equal(mr_qp_num(q[0]), 3);
+	assert_int_equal(mr_qp_destroy(q[0]), 0);
+	q[1] = mr_qp_create(o.ctx, &ia); /* not 3 again */
+	assert_non_null(q[1]);
+	assert_int_equal(mr_qp_num(q[1]), 4);
+	q[2] = mr_qp_create(o.ctx, &ia);
+	assert_non_null(q[2]);
+	assert_int_equal(mr_qp_num(q[2]), 5);
+	q[3] = mr_qp_create(o.ctx, &ia); /* wraps: 2 is taken, 3 is free */
+	assert_non_null(q[3]);
+	assert_int_equal(mr_qp_num(q[3]), 3);
+	assert_null(mr_qp_create(o.ctx, &ia));
+	assert_int_equal(errno, ENOSPC);
+	for (int i = 1; i < 4; i++)
+		assert_int_equal(mr_qp_destroy(q[i]), 0);
+	mr_ctx_destroy(o.ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -411,6 +446,7 @@ int main(void)
 		cmocka_unit_test(test_reset_clears),
 		cmocka_unit_test(test_bad_api),
 		cmocka_unit_test(test_bad_lkey),
+		cmocka_unit_test(test_qpn_next_fit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
