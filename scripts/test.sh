@@ -19,8 +19,8 @@ done
 echo "== build (release, -Werror) =="
 meson setup build --wipe >/dev/null 2>&1 || meson setup build
 ninja -C build
-echo "== unit, simulation, tool, DPDK and two-daemon integration tests =="
-meson test -C build --print-errorlogs --num-processes 2 --suite unit --suite sim --suite tools --suite dpdk --suite integration
+echo "== unit, simulation, tool, DPDK, kernel (tc eBPF) and two-daemon integration tests =="
+meson test -C build --print-errorlogs --num-processes 2 --suite unit --suite sim --suite tools --suite dpdk --suite kernel --suite integration
 
 if [ "$asan" = 1 ]; then
 	echo "== unit + simulation tests under ASan+UBSan =="

@@ -26,12 +26,12 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 ip netns add "$A" && ip netns add "$B" || { echo "SKIP: cannot create netns"; exit 77; }
 ip link add "$VA" netns "$A" type veth peer name "$VB" netns "$B" || { echo "SKIP: no veth"; exit 77; }
-ip -n "$A" addr add 10.201.0.1/24 dev "$VA"
-ip -n "$B" addr add 10.201.0.2/24 dev "$VB"
+ip -n "$A" addr add 198.19.201.1/24 dev "$VA"
+ip -n "$B" addr add 198.19.201.2/24 dev "$VB"
 ip -n "$A" link set "$VA" up; ip -n "$B" link set "$VB" up
 ip -n "$A" link set lo up; ip -n "$B" link set lo up
 # Static neighbours: ARP must not be subject to the test's randomness (it is not UDP anyway).
-ip -n "$A" neigh add 10.201.0.2 lladdr "$(ip -n "$B" -br link show "$VB" | awk '{print $3}')" dev "$VA"
+ip -n "$A" neigh add 198.19.201.2 lladdr "$(ip -n "$B" -br link show "$VB" | awk '{print $3}')" dev "$VA"
 
 # send N PORT TOS in A; count in B. Prints "received ce_count".
 xfer() {
@@ -42,7 +42,7 @@ n, port = int(sys.argv[1]), int(sys.argv[2])
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
 s.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)  # SO_RCVBUFFORCE: never overflow the socket
-s.bind(("10.201.0.2", port))
+s.bind(("198.19.201.2", port))
 s.settimeout(1.5)
 got = ce = 0
 open(f"/tmp/mrbpf_ready_{port}", "w").close()
@@ -66,7 +66,7 @@ n, port, tos = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
 for i in range(n):
-    s.sendto(i.to_bytes(4, "big") * 16, ("10.201.0.2", port))
+    s.sendto(i.to_bytes(4, "big") * 16, ("198.19.201.2", port))
     if i % 50 == 49:
         time.sleep(0.005)  # stay well inside the veth/socket buffers
 PYEOF

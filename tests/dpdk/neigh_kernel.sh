@@ -40,7 +40,7 @@ ip netns exec "$NSD" sysctl -qw "net.ipv6.conf.$VD.disable_ipv6=1"   # keep this
 ip -n "$NSD" link set "$VD" up
 ip -n "$NSK" link set lo up
 ip -n "$NSK" addr add 10.77.0.1/24 dev "$VK"
-ip -n "$NSK" addr add 2001:db8:77::1/64 dev "$VK" nodad
+ip -n "$NSK" addr add 2001:2:0:77::1/64 dev "$VK" nodad
 ip -n "$NSK" link set "$VK" up
 KMAC=$(ip -n "$NSK" -o link show "$VK" | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
 
@@ -50,7 +50,7 @@ import socket, time
 s4 = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
 for _ in range(150):
-    for s, a in ((s4, "10.77.0.2"), (s6, "2001:db8:77::2")):
+    for s, a in ((s4, "10.77.0.2"), (s6, "2001:2:0:77::2")):
         try:
             s.sendto(b"x", (a, 4791))
         except OSError:
@@ -61,7 +61,7 @@ TRAFFIC=$!
 
 ip netns exec "$NSD" "$PEER" --no-pci --no-huge --no-shconf --file-prefix="mrk$ID" -l 0 -m 256 \
 	--no-telemetry --log-level=lib.eal:error --vdev="net_af_packet0,iface=$VD" -- \
-	10.77.0.2 2001:db8:77::2 10.77.0.1 2001:db8:77::1 20 >"$OUT" 2>&1
+	10.77.0.2 2001:2:0:77::2 10.77.0.1 2001:2:0:77::1 20 >"$OUT" 2>&1
 RC=$?
 cat "$OUT"
 [ $RC = 77 ] && skip "EAL/port could not start"
@@ -73,13 +73,13 @@ check() { # what expected actual
 	if [ "$2" = "$3" ]; then echo "ok: $1 = $3"; else echo "FAIL: $1: expected $2, got $3"; fail=1; fi
 }
 check "we resolved 10.77.0.1" "$KMAC" "$(sed -n 's/^peer4_mac //p' "$OUT")"
-check "we resolved 2001:db8:77::1" "$KMAC" "$(sed -n 's/^peer6_mac //p' "$OUT")"
+check "we resolved 2001:2:0:77::1" "$KMAC" "$(sed -n 's/^peer6_mac //p' "$OUT")"
 N4=$(ip -n "$NSK" neigh show 10.77.0.2 dev "$VK")
-N6=$(ip -n "$NSK" -6 neigh show 2001:db8:77::2 dev "$VK")
+N6=$(ip -n "$NSK" -6 neigh show 2001:2:0:77::2 dev "$VK")
 echo "kernel: $N4"
 echo "kernel: $N6"
 check "kernel resolved 10.77.0.2" "$OURMAC" "$(echo "$N4" | sed -n 's/.*lladdr \([0-9a-f:]*\).*/\1/p')"
-check "kernel resolved 2001:db8:77::2" "$OURMAC" "$(echo "$N6" | sed -n 's/.*lladdr \([0-9a-f:]*\).*/\1/p')"
+check "kernel resolved 2001:2:0:77::2" "$OURMAC" "$(echo "$N6" | sed -n 's/.*lladdr \([0-9a-f:]*\).*/\1/p')"
 for c in arp_malformed nd_malformed nd_bad_csum; do
 	check "$c" 0 "$(sed -n "s/^$c //p" "$OUT")"
 done
