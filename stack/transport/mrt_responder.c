@@ -24,24 +24,9 @@ static uint8_t *mrt_rx_flag(const struct mr_qp *qp, uint32_t psn)
 	return &qp->mrt->resp.rflags[psn & (MRT_WIN - 1)];
 }
 
-static struct rc_resp *mrt_resp_push(struct mr_qp *qp)
-{
-	struct rc_resp *e;
-
-	if (qp->resp.ring_count == RC_RESP_RING) {
-		qp->stats.dropped++; /* the requester's loss recovery resends */
-		return NULL;
-	}
-	e = &qp->resp.ring[(qp->resp.ring_head + qp->resp.ring_count) % RC_RESP_RING];
-	memset(e, 0, sizeof(*e));
-	qp->resp.ring_count++;
-	rc_sched_resp(qp);
-	return e;
-}
-
 static void mrt_resp_nak(struct mr_qp *qp, uint8_t syndrome, uint32_t psn)
 {
-	struct rc_resp *e = mrt_resp_push(qp);
+	struct rc_resp *e = rc_resp_push(qp);
 
 	if (e == NULL)
 		return;
@@ -266,7 +251,7 @@ static bool mrt_rx_read(struct mr_qp *qp, const struct mr_pkt *pkt, bool dup)
 		mrt_resp_fatal(qp, MR_NAK_REM_ACCESS_ERR, h->psn);
 		return false;
 	}
-	e = mrt_resp_push(qp);
+	e = rc_resp_push(qp);
 	if (e == NULL)
 		return false;
 	e->kind = RC_RESP_READ;
@@ -322,7 +307,7 @@ static bool mrt_rx_atomic(struct mr_qp *qp, const struct mr_pkt *pkt, uint8_t b)
 	res->atomic = true;
 	res->psn = h->psn;
 	res->orig = orig;
-	e = mrt_resp_push(qp);
+	e = rc_resp_push(qp);
 	if (e != NULL) {
 		e->kind = RC_RESP_ATOMIC;
 		e->psn = h->psn;
@@ -347,7 +332,7 @@ static void mrt_rx_duplicate(struct mr_qp *qp, const struct mr_pkt *pkt, uint8_t
 			if (!res->valid || !res->atomic || res->psn != pkt->hdr.psn)
 				continue;
 			if (qp->resp.rd_pending >= qp->attr.max_dest_rd_atomic ||
-			    (e = mrt_resp_push(qp)) == NULL)
+			    (e = rc_resp_push(qp)) == NULL)
 				break;
 			e->kind = RC_RESP_ATOMIC;
 			e->psn = pkt->hdr.psn;

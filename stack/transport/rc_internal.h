@@ -226,6 +226,9 @@ struct mr_qp {
 /* ---- rc_ctx.c ---- */
 void rc_sched_req(struct mr_qp *qp);
 void rc_sched_resp(struct mr_qp *qp);
+/* A zeroed entry at the tail of the responder's output ring (RC and MetaRoCE), or NULL when
+ * the ring is full (counted as dropped). */
+struct rc_resp *rc_resp_push(struct mr_qp *qp);
 void rc_timer_update(struct mr_qp *qp);
 
 /* ---- rc_mr.c ---- */

@@ -27,12 +27,12 @@ void rc_resp_reset(struct mr_qp *qp)
 	rc_list_del(&qp->resp_link);
 }
 
-static struct rc_resp *rc_resp_push(struct mr_qp *qp)
+struct rc_resp *rc_resp_push(struct mr_qp *qp)
 {
 	struct rc_resp *e;
 
 	if (qp->resp.ring_count == RC_RESP_RING) {
-		qp->stats.dropped++; /* the requester's timer recovers */
+		qp->stats.dropped++; /* the requester's timer / loss recovery resends */
 		return NULL;
 	}
 	e = &qp->resp.ring[(qp->resp.ring_head + qp->resp.ring_count) % RC_RESP_RING];

@@ -359,3 +359,25 @@ struct mr_qp_stats tw_stats(const struct tw *w, int side)
 	assert_int_equal(mr_qp_get_stats(w->s[side].qp, &st), 0);
 	return st;
 }
+
+void tw_fill(uint8_t *p, size_t n, uint32_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8));
+}
+
+struct mr_send_wr tw_wr(uint64_t id, enum mr_wr_opcode op, const void *p, uint32_t len,
+			const struct mr_memreg *mr)
+{
+	struct mr_send_wr wr;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = id;
+	wr.opcode = op;
+	wr.send_flags = MR_SEND_SIGNALED;
+	wr.num_sge = 1;
+	wr.sg_list[0].addr = (uint64_t)(uintptr_t)p;
+	wr.sg_list[0].length = len;
+	wr.sg_list[0].lkey = mr_memreg_lkey(mr);
+	return wr;
+}

@@ -100,4 +100,10 @@ uint32_t tw_count_path(const struct tw *w, int dir, uint16_t p);
 /* Count logged packets of direction dir with MRETH flag bits f set. */
 uint32_t tw_count_mflag(const struct tw *w, int dir, uint8_t f);
 
+/* Test data: byte i of a buffer filled with seed. */
+void tw_fill(uint8_t *p, size_t n, uint32_t seed);
+/* A signaled one-SGE work request of op over [p, p+len) registered as mr. */
+struct mr_send_wr tw_wr(uint64_t id, enum mr_wr_opcode op, const void *p, uint32_t len,
+			const struct mr_memreg *mr);
+
 #endif

@@ -16,28 +16,6 @@
 
 #define MS 1000000ull
 
-static void fill(uint8_t *p, size_t n, uint32_t seed)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8));
-}
-
-static struct mr_send_wr mk(uint64_t id, enum mr_wr_opcode op, const void *p, uint32_t len,
-			    const struct mr_memreg *mr)
-{
-	struct mr_send_wr wr;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = id;
-	wr.opcode = op;
-	wr.send_flags = MR_SEND_SIGNALED;
-	wr.num_sge = 1;
-	wr.sg_list[0].addr = (uint64_t)(uintptr_t)p;
-	wr.sg_list[0].length = len;
-	wr.sg_list[0].lkey = mr_memreg_lkey(mr);
-	return wr;
-}
-
 struct wfix {
 	struct tw *w;
 	uint8_t *src, *dst;
@@ -55,10 +33,10 @@ static void write_setup(struct wfix *f, const struct tw_cfg *c, uint32_t len)
 	f->dst = calloc(1, len);
 	assert_non_null(f->src);
 	assert_non_null(f->dst);
-	fill(f->src, len, len);
+	tw_fill(f->src, len, len);
 	ms = tw_reg(f->w, 0, f->src, len, 0);
 	md = tw_reg(f->w, 1, f->dst, len, MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE);
-	wr = mk(1, MR_WR_RDMA_WRITE, f->src, len, ms);
+	wr = tw_wr(1, MR_WR_RDMA_WRITE, f->src, len, ms);
 	wr.rdma.remote_addr = (uint64_t)(uintptr_t)f->dst;
 	wr.rdma.rkey = mr_memreg_rkey(md);
 	tw_post_send(f->w, 0, &wr);
@@ -156,10 +134,10 @@ static void test_lost_acks_cumulative(void **state)
 	tw_pump(f.w, false, 0);
 	assert_int_equal(tw_count_op(f.w, 1, MR_OP_MRC_ACK), 1);
 	assert_int_equal(mr_cq_poll(f.w->s[0].scq, 1, wc), 0);
-	fill(src2, sizeof(src2), 3);
+	tw_fill(src2, sizeof(src2), 3);
 	ms = tw_reg(f.w, 0, src2, sizeof(src2), 0);
 	md = tw_reg(f.w, 1, dst2, sizeof(dst2), MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE);
-	wr = mk(2, MR_WR_RDMA_WRITE, src2, sizeof(src2), ms);
+	wr = tw_wr(2, MR_WR_RDMA_WRITE, src2, sizeof(src2), ms);
 	wr.rdma.remote_addr = (uint64_t)(uintptr_t)dst2;
 	wr.rdma.rkey = mr_memreg_rkey(md);
 	tw_post_send(f.w, 0, &wr);
@@ -310,11 +288,11 @@ static void test_read_lost_response(void **state)
 	(void)state;
 	tw_metaroce_cfg(&c, 4);
 	w = tw_create(&c);
-	fill(rsrc, sizeof(rsrc), 77);
+	tw_fill(rsrc, sizeof(rsrc), 77);
 	memset(ldst, 0, sizeof(ldst));
 	mrs = tw_reg(w, 1, rsrc, sizeof(rsrc), MR_ACCESS_REMOTE_READ);
 	mld = tw_reg(w, 0, ldst, sizeof(ldst), MR_ACCESS_LOCAL_WRITE);
-	wr = mk(5, MR_WR_RDMA_READ, ldst, sizeof(ldst), mld);
+	wr = tw_wr(5, MR_WR_RDMA_READ, ldst, sizeof(ldst), mld);
 	wr.rdma.remote_addr = (uint64_t)(uintptr_t)rsrc;
 	wr.rdma.rkey = mr_memreg_rkey(mrs);
 	tw_post_send(w, 0, &wr);
@@ -358,7 +336,7 @@ static void test_atomic_ack_lost_exactly_once(void **state)
 	w = tw_create(&c);
 	mc = tw_reg(w, 1, &cell, 8, MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_ATOMIC);
 	mres = tw_reg(w, 0, &res, 8, MR_ACCESS_LOCAL_WRITE);
-	wr = mk(9, MR_WR_ATOMIC_FETCH_AND_ADD, &res, 8, mres);
+	wr = tw_wr(9, MR_WR_ATOMIC_FETCH_AND_ADD, &res, 8, mres);
 	wr.atomic.remote_addr = (uint64_t)(uintptr_t)&cell;
 	wr.atomic.rkey = mr_memreg_rkey(mc);
 	wr.atomic.compare_add = 2;
@@ -388,10 +366,10 @@ static void test_rnr_then_recv(void **state)
 	(void)state;
 	tw_metaroce_cfg(&c, 4);
 	w = tw_create(&c);
-	fill(src, sizeof(src), 8);
+	tw_fill(src, sizeof(src), 8);
 	ms = tw_reg(w, 0, src, sizeof(src), 0);
 	md = tw_reg(w, 1, dst, sizeof(dst), MR_ACCESS_LOCAL_WRITE);
-	wr = mk(3, MR_WR_SEND, src, sizeof(src), ms);
+	wr = tw_wr(3, MR_WR_SEND, src, sizeof(src), ms);
 	tw_post_send(w, 0, &wr);
 	tw_pump(w, false, 0);
 	assert_true(tw_stats(w, 1).rnr_naks_sent >= 1);

@@ -16,28 +16,6 @@
 
 #define MS 1000000ull
 
-static void fill(uint8_t *p, size_t n, uint32_t seed)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8));
-}
-
-static struct mr_send_wr mk(uint64_t id, enum mr_wr_opcode op, const void *p, uint32_t len,
-			    const struct mr_memreg *mr)
-{
-	struct mr_send_wr wr;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = id;
-	wr.opcode = op;
-	wr.send_flags = MR_SEND_SIGNALED;
-	wr.num_sge = 1;
-	wr.sg_list[0].addr = (uint64_t)(uintptr_t)p;
-	wr.sg_list[0].length = len;
-	wr.sg_list[0].lkey = mr_memreg_lkey(mr);
-	return wr;
-}
-
 /* 16 KiB WRITE at MTU 1024 over 4 entropies: 16 self-describing packets, sprayed. */
 static void test_write_lossless(void **state)
 {
@@ -53,11 +31,11 @@ static void test_write_lossless(void **state)
 	(void)state;
 	tw_metaroce_cfg(&c, 4);
 	w = tw_create(&c);
-	fill(src, sizeof(src), 1);
+	tw_fill(src, sizeof(src), 1);
 	memset(dst, 0xee, sizeof(dst));
 	ms = tw_reg(w, 0, src, sizeof(src), 0);
 	md = tw_reg(w, 1, dst, sizeof(dst), MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE);
-	wr = mk(11, MR_WR_RDMA_WRITE, src, sizeof(src), ms);
+	wr = tw_wr(11, MR_WR_RDMA_WRITE, src, sizeof(src), ms);
 	wr.rdma.remote_addr = (uint64_t)(uintptr_t)dst;
 	wr.rdma.rkey = mr_memreg_rkey(md);
 	tw_post_send(w, 0, &wr);
@@ -116,7 +94,7 @@ static void test_send_and_imm(void **state)
 	(void)state;
 	tw_metaroce_cfg(&c, 8);
 	w = tw_create(&c);
-	fill(src, sizeof(src), 2);
+	tw_fill(src, sizeof(src), 2);
 	ms = tw_reg(w, 0, src, sizeof(src), 0);
 	mr0 = tw_reg(w, 1, r0, sizeof(r0), MR_ACCESS_LOCAL_WRITE);
 	mr1 = tw_reg(w, 1, r1, sizeof(r1), MR_ACCESS_LOCAL_WRITE);
@@ -127,17 +105,17 @@ static void test_send_and_imm(void **state)
 	tw_post_recv(w, 1, 102, r2, sizeof(r2), mr2);
 	tw_post_recv(w, 1, 103, r2, sizeof(r2), mr2);
 
-	wr = mk(1, MR_WR_SEND, src, 5000, ms);
+	wr = tw_wr(1, MR_WR_SEND, src, 5000, ms);
 	tw_post_send(w, 0, &wr);
-	wr = mk(2, MR_WR_SEND_WITH_IMM, src + 7, 100, ms);
+	wr = tw_wr(2, MR_WR_SEND_WITH_IMM, src + 7, 100, ms);
 	wr.imm_data = 0xabcdef01;
 	tw_post_send(w, 0, &wr);
-	wr = mk(3, MR_WR_RDMA_WRITE_WITH_IMM, src + 11, 3000, ms);
+	wr = tw_wr(3, MR_WR_RDMA_WRITE_WITH_IMM, src + 11, 3000, ms);
 	wr.imm_data = 77;
 	wr.rdma.remote_addr = (uint64_t)(uintptr_t)wdst;
 	wr.rdma.rkey = mr_memreg_rkey(mw);
 	tw_post_send(w, 0, &wr);
-	wr = mk(4, MR_WR_SEND, src, 0, ms);
+	wr = tw_wr(4, MR_WR_SEND, src, 0, ms);
 	tw_post_send(w, 0, &wr);
 	tw_pump(w, true, 10 * MS);
 
@@ -186,23 +164,23 @@ static void test_read_atomic(void **state)
 	(void)state;
 	tw_metaroce_cfg(&c, 16);
 	w = tw_create(&c);
-	fill(rsrc, sizeof(rsrc), 3);
+	tw_fill(rsrc, sizeof(rsrc), 3);
 	memset(ldst, 0, sizeof(ldst));
 	mrs = tw_reg(w, 1, rsrc, sizeof(rsrc), MR_ACCESS_REMOTE_READ);
 	mc = tw_reg(w, 1, cell, sizeof(cell), MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_ATOMIC);
 	mld = tw_reg(w, 0, ldst, sizeof(ldst), MR_ACCESS_LOCAL_WRITE);
 	mres = tw_reg(w, 0, res, sizeof(res), MR_ACCESS_LOCAL_WRITE);
 
-	wr = mk(1, MR_WR_RDMA_READ, ldst, sizeof(ldst), mld);
+	wr = tw_wr(1, MR_WR_RDMA_READ, ldst, sizeof(ldst), mld);
 	wr.rdma.remote_addr = (uint64_t)(uintptr_t)rsrc;
 	wr.rdma.rkey = mr_memreg_rkey(mrs);
 	tw_post_send(w, 0, &wr);
-	wr = mk(2, MR_WR_ATOMIC_FETCH_AND_ADD, &res[0], 8, mres);
+	wr = tw_wr(2, MR_WR_ATOMIC_FETCH_AND_ADD, &res[0], 8, mres);
 	wr.atomic.remote_addr = (uint64_t)(uintptr_t)&cell[0];
 	wr.atomic.rkey = mr_memreg_rkey(mc);
 	wr.atomic.compare_add = 2;
 	tw_post_send(w, 0, &wr);
-	wr = mk(3, MR_WR_ATOMIC_CMP_AND_SWP, &res[1], 8, mres);
+	wr = tw_wr(3, MR_WR_ATOMIC_CMP_AND_SWP, &res[1], 8, mres);
 	wr.atomic.remote_addr = (uint64_t)(uintptr_t)&cell[1];
 	wr.atomic.rkey = mr_memreg_rkey(mc);
 	wr.atomic.compare_add = 7;
@@ -272,20 +250,20 @@ static void test_reorder_no_retransmit(void **state)
 	w = tw_create(&c);
 	w->shuffle[0] = 32;
 	w->shuffle[1] = 8; /* ACKs reordered too */
-	fill(src, sizeof(src), 9);
+	tw_fill(src, sizeof(src), 9);
 	memset(dst, 0, sizeof(dst));
 	ms = tw_reg(w, 0, src, sizeof(src), 0);
 	md = tw_reg(w, 1, dst, sizeof(dst), MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE);
 	mr = tw_reg(w, 1, r, sizeof(r), MR_ACCESS_LOCAL_WRITE);
 	for (int i = 0; i < 3; i++)
 		tw_post_recv(w, 1, 200 + (uint64_t)i, r[i], sizeof(r[i]), mr);
-	wr = mk(1, MR_WR_RDMA_WRITE, src, sizeof(src), ms);
+	wr = tw_wr(1, MR_WR_RDMA_WRITE, src, sizeof(src), ms);
 	wr.rdma.remote_addr = (uint64_t)(uintptr_t)dst;
 	wr.rdma.rkey = mr_memreg_rkey(md);
 	tw_post_send(w, 0, &wr);
 	tw_pump(w, true, 100 * MS);
 	for (int i = 0; i < 3; i++) {
-		wr = mk(2 + (uint64_t)i, MR_WR_SEND, src + 1000 * i, 8192, ms);
+		wr = tw_wr(2 + (uint64_t)i, MR_WR_SEND, src + 1000 * i, 8192, ms);
 		tw_post_send(w, 0, &wr);
 	}
 	tw_pump(w, true, 100 * MS);
@@ -327,15 +305,15 @@ static void test_completion_order(void **state)
 	(void)state;
 	tw_metaroce_cfg(&c, 4);
 	w = tw_create(&c);
-	fill(src, sizeof(src), 5);
+	tw_fill(src, sizeof(src), 5);
 	ms = tw_reg(w, 0, src, sizeof(src), 0);
 	m0 = tw_reg(w, 1, r0, sizeof(r0), MR_ACCESS_LOCAL_WRITE);
 	m1 = tw_reg(w, 1, r1, sizeof(r1), MR_ACCESS_LOCAL_WRITE);
 	tw_post_recv(w, 1, 1, r0, sizeof(r0), m0);
 	tw_post_recv(w, 1, 2, r1, sizeof(r1), m1);
-	wr = mk(1, MR_WR_SEND, src, 8192, ms); /* PSNs 100..107 */
+	wr = tw_wr(1, MR_WR_SEND, src, 8192, ms); /* PSNs 100..107 */
 	tw_post_send(w, 0, &wr);
-	wr = mk(2, MR_WR_SEND, src + 3, 64, ms); /* PSN 108 */
+	wr = tw_wr(2, MR_WR_SEND, src + 3, 64, ms); /* PSN 108 */
 	tw_post_send(w, 0, &wr);
 	w->act[0][7] = TW_DROP; /* the long message's last packet */
 	tw_pump(w, false, 0);

@@ -14,28 +14,6 @@
 
 #define SEC 1000000000ull
 
-static void fill(uint8_t *p, size_t n, uint32_t seed)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8));
-}
-
-static struct mr_send_wr mk(uint64_t id, enum mr_wr_opcode op, const void *p, uint32_t len,
-			    const struct mr_memreg *mr)
-{
-	struct mr_send_wr wr;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = id;
-	wr.opcode = op;
-	wr.send_flags = MR_SEND_SIGNALED;
-	wr.num_sge = 1;
-	wr.sg_list[0].addr = (uint64_t)(uintptr_t)p;
-	wr.sg_list[0].length = len;
-	wr.sg_list[0].lkey = mr_memreg_lkey(mr);
-	return wr;
-}
-
 /* A dropped middle packet of an 8-packet WRITE: one sequence NAK, resend from the lost PSN. */
 static void test_drop_middle_go_back_n(void **state)
 {
@@ -51,11 +29,11 @@ static void test_drop_middle_go_back_n(void **state)
 	tw_default_cfg(&c);
 	c.mtu = 256;
 	w = tw_create(&c);
-	fill(src, sizeof(src), 4);
+	tw_fill(src, sizeof(src), 4);
 	memset(dst, 0, sizeof(dst));
 	ms = tw_reg(w, 0, src, sizeof(src), 0);
 	md = tw_reg(w, 1, dst, sizeof(dst), MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE);
-	wr = mk(1, MR_WR_RDMA_WRITE, src, 2048, ms);
+	wr = tw_wr(1, MR_WR_RDMA_WRITE, src, 2048, ms);
 	wr.rdma.remote_addr = (uint64_t)(uintptr_t)dst;
 	wr.rdma.rkey = mr_memreg_rkey(md);
 	tw_post_send(w, 0, &wr);
@@ -97,12 +75,12 @@ static void test_psn_wrap_with_drop(void **state)
 	c.psn[0] = 0xfffffd;
 	c.psn[1] = 0xffffff;
 	w = tw_create(&c);
-	fill(src, sizeof(src), 5);
+	tw_fill(src, sizeof(src), 5);
 	memset(dst, 0, sizeof(dst));
 	ms = tw_reg(w, 0, src, sizeof(src), 0);
 	md = tw_reg(w, 1, dst, sizeof(dst), MR_ACCESS_LOCAL_WRITE);
 	tw_post_recv(w, 1, 1, dst, sizeof(dst), md);
-	wr = mk(7, MR_WR_SEND, src, 2560, ms);
+	wr = tw_wr(7, MR_WR_SEND, src, 2560, ms);
 	tw_post_send(w, 0, &wr);
 	w->act[0][3] = TW_DROP; /* PSN 0x000000 */
 	tw_pump(w, true, SEC);
@@ -122,8 +100,8 @@ static void test_psn_wrap_with_drop(void **state)
 		struct mr_memreg *mrs = tw_reg(w, 0, rsrc, sizeof(rsrc), MR_ACCESS_REMOTE_READ);
 		struct mr_memreg *mrd = tw_reg(w, 1, rdst, sizeof(rdst), MR_ACCESS_LOCAL_WRITE);
 
-		fill(rsrc, sizeof(rsrc), 6);
-		wr = mk(8, MR_WR_RDMA_READ, rdst, 1024, mrd);
+		tw_fill(rsrc, sizeof(rsrc), 6);
+		wr = tw_wr(8, MR_WR_RDMA_READ, rdst, 1024, mrd);
 		wr.rdma.remote_addr = (uint64_t)(uintptr_t)rsrc;
 		wr.rdma.rkey = mr_memreg_rkey(mrs);
 		tw_post_send(w, 1, &wr);
@@ -151,10 +129,10 @@ static void test_ack_timeout(void **state)
 	c.mtu = 256;
 	c.timeout = 10; /* 4.194 ms */
 	w = tw_create(&c);
-	fill(src, sizeof(src), 7);
+	tw_fill(src, sizeof(src), 7);
 	ms = tw_reg(w, 0, src, sizeof(src), 0);
 	md = tw_reg(w, 1, dst, sizeof(dst), MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE);
-	wr = mk(1, MR_WR_RDMA_WRITE, src, 600, ms);
+	wr = tw_wr(1, MR_WR_RDMA_WRITE, src, 600, ms);
 	wr.rdma.remote_addr = (uint64_t)(uintptr_t)dst;
 	wr.rdma.rkey = mr_memreg_rkey(md);
 	tw_post_send(w, 0, &wr);
@@ -190,11 +168,11 @@ static void test_read_reissue(void **state)
 	tw_default_cfg(&c);
 	c.mtu = 512;
 	w = tw_create(&c);
-	fill(remote, sizeof(remote), 8);
+	tw_fill(remote, sizeof(remote), 8);
 	memset(local, 0, sizeof(local));
 	mr = tw_reg(w, 1, remote, sizeof(remote), MR_ACCESS_REMOTE_READ);
 	ml = tw_reg(w, 0, local, sizeof(local), MR_ACCESS_LOCAL_WRITE);
-	wr = mk(3, MR_WR_RDMA_READ, local, 2048, ml);
+	wr = tw_wr(3, MR_WR_RDMA_READ, local, 2048, ml);
 	wr.rdma.remote_addr = (uint64_t)(uintptr_t)remote;
 	wr.rdma.rkey = mr_memreg_rkey(mr);
 	tw_post_send(w, 0, &wr);
@@ -233,10 +211,10 @@ static void test_duplicate_read(void **state)
 	tw_default_cfg(&c);
 	c.mtu = 256;
 	w = tw_create(&c);
-	fill(remote, sizeof(remote), 9);
+	tw_fill(remote, sizeof(remote), 9);
 	mr = tw_reg(w, 1, remote, sizeof(remote), MR_ACCESS_REMOTE_READ);
 	ml = tw_reg(w, 0, local, sizeof(local), MR_ACCESS_LOCAL_WRITE);
-	wr = mk(3, MR_WR_RDMA_READ, local, 300, ml);
+	wr = tw_wr(3, MR_WR_RDMA_READ, local, 300, ml);
 	wr.rdma.remote_addr = (uint64_t)(uintptr_t)remote;
 	wr.rdma.rkey = mr_memreg_rkey(mr);
 	tw_post_send(w, 0, &wr);
@@ -269,7 +247,7 @@ static void test_duplicate_atomic(void **state)
 	w = tw_create(&c);
 	mr = tw_reg(w, 1, &remote, 8, MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_ATOMIC);
 	ml = tw_reg(w, 0, &local, 8, MR_ACCESS_LOCAL_WRITE);
-	wr = mk(4, MR_WR_ATOMIC_FETCH_AND_ADD, &local, 8, ml);
+	wr = tw_wr(4, MR_WR_ATOMIC_FETCH_AND_ADD, &local, 8, ml);
 	wr.atomic.remote_addr = (uint64_t)(uintptr_t)&remote;
 	wr.atomic.rkey = mr_memreg_rkey(mr);
 	wr.atomic.compare_add = 2;
@@ -303,18 +281,18 @@ static void test_implied_and_coalesced_ack(void **state)
 	(void)state;
 	tw_default_cfg(&c);
 	w = tw_create(&c);
-	fill(rbuf, sizeof(rbuf), 10);
+	tw_fill(rbuf, sizeof(rbuf), 10);
 	ml = tw_reg(w, 0, buf, sizeof(buf), MR_ACCESS_LOCAL_WRITE);
 	mr = tw_reg(w, 1, rbuf, sizeof(rbuf), MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_READ |
 					     MR_ACCESS_REMOTE_WRITE);
-	wr = mk(1, MR_WR_RDMA_WRITE, buf, 8, ml);
+	wr = tw_wr(1, MR_WR_RDMA_WRITE, buf, 8, ml);
 	wr.rdma.remote_addr = (uint64_t)(uintptr_t)(rbuf + 32);
 	wr.rdma.rkey = mr_memreg_rkey(mr);
-	fill(buf, 8, 11);
+	tw_fill(buf, 8, 11);
 	tw_post_send(w, 0, &wr);
 	w->act[1][0] = TW_DROP; /* the WRITE's ACK */
 	tw_pump(w, false, 0);
-	wr = mk(2, MR_WR_RDMA_READ, buf + 16, 16, ml);
+	wr = tw_wr(2, MR_WR_RDMA_READ, buf + 16, 16, ml);
 	wr.rdma.remote_addr = (uint64_t)(uintptr_t)rbuf;
 	wr.rdma.rkey = mr_memreg_rkey(mr);
 	tw_post_send(w, 0, &wr);
@@ -336,7 +314,7 @@ static void test_implied_and_coalesced_ack(void **state)
 
 		for (int i = 0; i < 3; i++) {
 			tw_post_recv(w, 1, 50 + (uint64_t)i, rbuf + 16 * i, 16, mrr);
-			wr = mk(10 + (uint64_t)i, MR_WR_SEND, buf, 4, ml);
+			wr = tw_wr(10 + (uint64_t)i, MR_WR_SEND, buf, 4, ml);
 			tw_post_send(w, 0, &wr);
 		}
 		tw_pump(w, false, 0);
@@ -369,7 +347,7 @@ static void test_coalesced_ack_only(void **state)
 	mr = tw_reg(w, 1, rbuf, sizeof(rbuf), MR_ACCESS_LOCAL_WRITE);
 	for (int i = 0; i < 3; i++) {
 		tw_post_recv(w, 1, 50 + (uint64_t)i, rbuf + 16 * i, 16, mr);
-		wr = mk(10 + (uint64_t)i, MR_WR_SEND, buf, 4, ml);
+		wr = tw_wr(10 + (uint64_t)i, MR_WR_SEND, buf, 4, ml);
 		tw_post_send(w, 0, &wr);
 	}
 	for (int i = 0; i < 3; i++) {
@@ -411,10 +389,10 @@ static void test_rnr_then_success(void **state)
 	c.min_rnr_timer = 14; /* 1.28 ms */
 	c.rnr_retry = 3;
 	w = tw_create(&c);
-	fill(src, sizeof(src), 12);
+	tw_fill(src, sizeof(src), 12);
 	ms = tw_reg(w, 0, src, sizeof(src), 0);
 	md = tw_reg(w, 1, dst, sizeof(dst), MR_ACCESS_LOCAL_WRITE);
-	wr = mk(1, MR_WR_SEND, src, 100, ms);
+	wr = tw_wr(1, MR_WR_SEND, src, 100, ms);
 	tw_post_send(w, 0, &wr);
 	t0 = w->now;
 	tw_pump(w, false, 0);
@@ -449,7 +427,7 @@ static void test_rnr_retry_exceeded(void **state)
 	c.rnr_retry = 2;
 	w = tw_create(&c);
 	ms = tw_reg(w, 0, src, sizeof(src), 0);
-	wr = mk(1, MR_WR_SEND, src, 10, ms);
+	wr = tw_wr(1, MR_WR_SEND, src, 10, ms);
 	tw_post_send(w, 0, &wr);
 	wr.wr_id = 2;
 	tw_post_send(w, 0, &wr);
@@ -481,7 +459,7 @@ static void test_retry_exceeded_dead_link(void **state)
 	w = tw_create(&c);
 	ms = tw_reg(w, 0, src, sizeof(src), MR_ACCESS_LOCAL_WRITE);
 	for (int i = 0; i < 3; i++) {
-		wr = mk(1 + (uint64_t)i, i == 1 ? MR_WR_RDMA_READ : MR_WR_RDMA_WRITE, src, 10, ms);
+		wr = tw_wr(1 + (uint64_t)i, i == 1 ? MR_WR_RDMA_READ : MR_WR_RDMA_WRITE, src, 10, ms);
 		wr.rdma.remote_addr = 0x1000;
 		wr.rdma.rkey = 0x100;
 		if (i == 1)
@@ -520,11 +498,11 @@ static void test_reorder(void **state)
 	tw_default_cfg(&c);
 	c.mtu = 256;
 	w = tw_create(&c);
-	fill(src, sizeof(src), 13);
+	tw_fill(src, sizeof(src), 13);
 	ms = tw_reg(w, 0, src, sizeof(src), 0);
 	md = tw_reg(w, 1, dst, sizeof(dst), MR_ACCESS_LOCAL_WRITE);
 	tw_post_recv(w, 1, 1, dst, sizeof(dst), md);
-	wr = mk(1, MR_WR_SEND, src, 1024, ms);
+	wr = tw_wr(1, MR_WR_SEND, src, 1024, ms);
 	tw_post_send(w, 0, &wr);
 	w->act[0][1] = TW_HOLD; /* PSN 101 arrives after 102 */
 	tw_pump(w, true, SEC);
@@ -557,10 +535,10 @@ static void test_tail_loss_delayed_ack(void **state)
 	c.mtu = 256;
 	c.timeout = 10;
 	w = tw_create(&c);
-	fill(src, sizeof(src), 14);
+	tw_fill(src, sizeof(src), 14);
 	ms = tw_reg(w, 0, src, sizeof(src), 0);
 	md = tw_reg(w, 1, dst, sizeof(dst), MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE);
-	wr = mk(1, MR_WR_RDMA_WRITE, src, 1024, ms);
+	wr = tw_wr(1, MR_WR_RDMA_WRITE, src, 1024, ms);
 	wr.rdma.remote_addr = (uint64_t)(uintptr_t)dst;
 	wr.rdma.rkey = mr_memreg_rkey(md);
 	tw_post_send(w, 0, &wr);

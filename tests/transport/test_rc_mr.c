@@ -13,22 +13,6 @@
 
 #define SEC 1000000000ull
 
-static struct mr_send_wr mk(uint64_t id, enum mr_wr_opcode op, const void *p, uint32_t len,
-			    const struct mr_memreg *mr)
-{
-	struct mr_send_wr wr;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = id;
-	wr.opcode = op;
-	wr.send_flags = MR_SEND_SIGNALED;
-	wr.num_sge = 1;
-	wr.sg_list[0].addr = (uint64_t)(uintptr_t)p;
-	wr.sg_list[0].length = len;
-	wr.sg_list[0].lkey = mr_memreg_lkey(mr);
-	return wr;
-}
-
 /* Run one remote op that must fail with a remote access error: NAK 0x62, requester gets
  * REM_ACCESS_ERR, both QPs end in ERR, the second WR is flushed, target memory untouched. */
 static void expect_access_error(enum mr_wr_opcode op, uint32_t target_access, uint64_t off,
@@ -61,7 +45,7 @@ static void expect_access_error(enum mr_wr_opcode op, uint32_t target_access, ui
 		assert_int_not_equal(mr_memreg_rkey(mt), rkey);
 		assert_int_equal(mr_memreg_rkey(mt) >> 8, rkey >> 8);
 	}
-	wr = mk(1, op, src, len, ms);
+	wr = tw_wr(1, op, src, len, ms);
 	wr.rdma.remote_addr = (uint64_t)(uintptr_t)target + off;
 	wr.rdma.rkey = rkey;
 	wr.atomic.remote_addr = (uint64_t)(uintptr_t)target + off;
@@ -144,7 +128,7 @@ static void test_zero_length_write(void **state)
 	tw_default_cfg(&c);
 	w = tw_create(&c);
 	ms = tw_reg(w, 0, src, sizeof(src), 0);
-	wr = mk(1, MR_WR_RDMA_WRITE, src, 0, ms);
+	wr = tw_wr(1, MR_WR_RDMA_WRITE, src, 0, ms);
 	wr.num_sge = 0;
 	wr.rdma.rkey = 0xdead00;
 	tw_post_send(w, 0, &wr);
@@ -173,7 +157,7 @@ static void test_send_too_long(void **state)
 	md = tw_reg(w, 1, dst, sizeof(dst), MR_ACCESS_LOCAL_WRITE);
 	tw_post_recv(w, 1, 5, dst, 50, md);
 	tw_post_recv(w, 1, 6, dst, 50, md);
-	wr = mk(1, MR_WR_SEND, src, 100, ms);
+	wr = tw_wr(1, MR_WR_SEND, src, 100, ms);
 	tw_post_send(w, 0, &wr);
 	tw_pump(w, true, SEC);
 	assert_int_equal(tw_count_syndrome(w, 1, MR_AETH_NAK | MR_NAK_INVALID_REQ), 1);

@@ -12,12 +12,6 @@
 
 #include "rc_harness.h"
 
-static void fill(uint8_t *p, size_t n, uint32_t seed)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = (uint8_t)(seed * 131 + i * 7 + (i >> 8));
-}
-
 static struct mr_send_wr wr_init(uint64_t id, enum mr_wr_opcode op)
 {
 	struct mr_send_wr wr;
@@ -51,7 +45,7 @@ static void test_send_segmented(void **state)
 	tw_default_cfg(&c);
 	c.mtu = 256;
 	w = tw_create(&c);
-	fill(src, sizeof(src), 1);
+	tw_fill(src, sizeof(src), 1);
 	memset(dst, 0xee, sizeof(dst));
 	ms = tw_reg(w, 0, src, sizeof(src), 0);
 	md = tw_reg(w, 1, dst, sizeof(dst), MR_ACCESS_LOCAL_WRITE);
@@ -112,7 +106,7 @@ static void test_send_variants(void **state)
 	(void)state;
 	tw_default_cfg(&c);
 	w = tw_create(&c);
-	fill(src, sizeof(src), 2);
+	tw_fill(src, sizeof(src), 2);
 	memset(dst, 0, sizeof(dst));
 	ms = tw_reg(w, 0, src, sizeof(src), 0);
 	md = tw_reg(w, 1, dst, sizeof(dst), MR_ACCESS_LOCAL_WRITE);
@@ -193,7 +187,7 @@ static void test_write(void **state)
 		tw_default_cfg(&c);
 		c.mtu = mtus[m];
 		w = tw_create(&c);
-		fill(src, 10000, m);
+		tw_fill(src, 10000, m);
 		memset(dst, 0x5a, 10016);
 		ms = tw_reg(w, 0, src, 10000, 0);
 		md = tw_reg(w, 1, dst, 10016, MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE);
@@ -259,7 +253,7 @@ static void test_read(void **state)
 	tw_default_cfg(&c);
 	c.mtu = 1024;
 	w = tw_create(&c);
-	fill(remote, sizeof(remote), 3);
+	tw_fill(remote, sizeof(remote), 3);
 	memset(local, 0, sizeof(local));
 	mr = tw_reg(w, 1, remote, sizeof(remote), MR_ACCESS_REMOTE_READ);
 	ml = tw_reg(w, 0, local, sizeof(local), MR_ACCESS_LOCAL_WRITE);
@@ -427,7 +421,7 @@ static void test_depth_and_window(void **state)
 		n++;
 	assert_int_equal(n, 8);
 	/* The responder ACKs every 16 packets without AckReq, so the window keeps moving. */
-	fill(buf, 65536, 9);
+	tw_fill(buf, 65536, 9);
 	tw_destroy(w);
 
 	w = tw_create(&c);
