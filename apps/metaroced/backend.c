@@ -25,6 +25,7 @@ struct mr_backend {
 	struct be_qp *qps;
 	unsigned int nqp;
 	struct mr_qp_stats retired;  /* counters of destroyed QPs, so totals never go back */
+	uint64_t qps_created;
 	uint64_t link_bps;           /* port link speed, 0 = unknown */
 };
 
@@ -335,6 +336,7 @@ static int b_create_qp(void *bep, void *pd, void *send_cq, void *recv_cq,
 	be->nqp++;
 	*qp = q;
 	*qp_num = mr_qp_num(q->qp);
+	be->qps_created++;
 	mr_log(MR_LOG_INFO, "QP %u created", *qp_num);
 	return 0;
 }
@@ -512,4 +514,9 @@ static const struct mr_shm_backend_ops be_ops = {
 const struct mr_shm_backend_ops *mr_backend_ops(void)
 {
 	return &be_ops;
+}
+
+uint64_t mr_backend_qps_created(const struct mr_backend *be)
+{
+	return be != NULL ? be->qps_created : 0;
 }

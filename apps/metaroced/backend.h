@@ -74,6 +74,8 @@ int mr_backend_make_path(const struct mr_backend *be, const struct mrc_path *app
 
 /* Sum of every QP's counters, destroyed ones included. Returns the number of live QPs. */
 unsigned int mr_backend_qp_stats_sum(const struct mr_backend *be, struct mr_qp_stats *sum);
+/* QPs created since the backend was (destroyed ones included). */
+uint64_t mr_backend_qps_created(const struct mr_backend *be);
 /* Call fn for every live QP (stats dumps, `rdma stat qp` style). Returns the number visited. */
 unsigned int mr_backend_qp_foreach(const struct mr_backend *be,
 				   void (*fn)(void *arg, const struct mr_qp *qp), void *arg);

@@ -1,20 +1,30 @@
 /* SPDX-License-Identifier: MIT
- * metaroced: the state of one daemon (one port, one engine lcore, one transport context) and the
- * functions of its engine loop. DPDK objects are opaque here; engine*.c include DPDK.
+ * metaroced: the state of one engine shard (one engine lcore, one transport context, its own
+ * shm server, backend, timers and counters) and the functions of its engine loop. With one
+ * lcore configured the daemon is exactly shard 0 (no rings, no control thread). DPDK objects
+ * are opaque here; engine*.c and shard*.c include DPDK.
  */
 #ifndef MR_DAEMON_DAEMON_H
 #define MR_DAEMON_DAEMON_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "config.h"
+#include "dpdk/dpdk_port.h"
+#include "dpdk/neigh.h"
+#include "impair/impair.h"
+#include "shard_map.h"
+#include "shm/shm_server.h"
+#include "transport/rc.h"
 #include "wire/roce_pkt.h"
 
 struct rte_mbuf;
 struct rte_mempool;
+struct rte_ring;
 struct mr_dpdk_port;
 struct mr_ctx;
 struct mr_backend;
@@ -67,6 +77,48 @@ struct mr_engine_stats {
 	uint64_t imp_tx_late;       /* delayed/duplicated frames sent later */
 	uint64_t imp_tx_nombuf;     /* a late frame found no mbuf: lost, RC recovers it */
 	uint64_t imp_errors;        /* mr_impair_process refused a frame (length): passed as is */
+	/* QP sharding (all 0 with one lcore, except tx_roce) */
+	uint64_t tx_roce;           /* packets this shard's transport produced (built frames) */
+	uint64_t rx_dispatched;     /* I/O shard: RoCE frames handed to another shard's ring */
+	uint64_t ring_rx;           /* frames this shard took from its rx ring */
+	uint64_t ring_tx;           /* frames this shard handed to the I/O shard for tx */
+	uint64_t ring_full;         /* a ring was full: frame dropped, RC retransmits it */
+	uint64_t ring_copy;         /* dispatched by copy (the frame was not one rx mbuf) */
+	uint64_t rx_backpressure;   /* I/O shard: port rx paused, a shard's rx ring was nearly full */
+	uint64_t sessions_adopted;  /* session sockets received from the control thread */
+};
+
+/* One QP's counters as seen in a stats snapshot. */
+struct mr_qp_snap {
+	uint32_t qpn;
+	enum mr_qp_state state;
+	struct mr_qp_stats s;
+};
+
+/* A shard's counters copied by the shard itself (its objects are single-threaded): the control
+ * thread asks for one, waits, then reads it; shards never read each other's. The I/O shard
+ * also copies the port, neighbour, impairment and pcap counters it alone updates. Reading the
+ * live uint64_t counters from the control thread would be fine on x86-64 (aligned 64-bit loads
+ * do not tear; a value one iteration old is harmless), but the per-QP list and the sessions are
+ * linked structures a shard frees as it goes, so they are only ever walked by their shard. */
+struct mr_shard_snap {
+	struct mr_engine_stats st;
+	unsigned int nheld;
+	unsigned int nqp;
+	uint64_t qps_created;
+	struct mr_qp_stats qsum;
+	struct mr_ctx_stats cs;
+	struct mr_shm_server_stats ss;
+	unsigned int nsessions;
+	struct mr_qp_snap *qps;     /* cfg.max_qp entries */
+	unsigned int nqps;
+	/* I/O shard only */
+	struct mr_dpdk_port_stats ps;
+	struct mr_neigh_stats ns;
+	bool imp_on[MR_IMPAIR_NR_DIRS];
+	struct mr_impair_stats is[MR_IMPAIR_NR_DIRS];
+	size_t imp_queued[MR_IMPAIR_NR_DIRS];
+	uint64_t pcap_dropped;
 };
 
 struct mr_daemon {
@@ -106,6 +158,26 @@ struct mr_daemon {
 	uint8_t *imp_buf;           /* MR_IMPAIR_FRAME_MAX bytes: late frames copied out */
 	const char *stats_json;     /* --stats-json FILE, or NULL */
 	struct mr_engine_stats st;
+
+	/* QP sharding. Shard 0 (the main lcore) is the I/O shard: it alone polls the port, runs
+	 * ARP/ND, the impairment stages and the pcap, and transmits. Other shards have port,
+	 * neigh, pcap and impairment pointers NULL-ed where the code must not touch them. */
+	unsigned int shard_id, nshards;
+	unsigned int lcore;
+	struct mr_shard_map map;
+	struct mr_daemon **all;     /* every shard, indexed by id (shard 0 dispatches) */
+	struct rte_ring *rx_ring;   /* I/O shard -> this shard: frames for its QPNs (SP/SC) */
+	struct rte_ring *tx_ring;   /* this shard -> I/O shard: built frames to route (SP/SC) */
+	struct rte_ring *fd_ring;   /* control thread -> this shard: session sockets (SP/SC) */
+	struct rte_mbuf *rx_cur;    /* I/O shard: the rx mbuf being processed (zero-copy hand-off) */
+	/* Written by this shard, read by the control thread (session placement). */
+	_Atomic uint32_t pub_sessions;
+	_Atomic uint64_t pub_adopted;
+	/* Stats snapshot handshake: the control thread bumps snap_req; the shard fills snap and
+	 * stores snap_done = snap_req (release). */
+	_Atomic uint32_t snap_req;
+	_Atomic uint32_t snap_done;
+	struct mr_shard_snap snap;
 };
 
 /* Monotonic nanoseconds (the transport's and the neighbour module's clock). */
@@ -149,11 +221,54 @@ uint64_t mr_engine_impair_next_due(const struct mr_daemon *d);
 /* Send a frame that already went through the tx stage (copy into a fresh mbuf). */
 int mr_engine_tx_raw(struct mr_daemon *d, const uint8_t *frame, uint32_t len);
 
-/* stats.c: one block of "metaroced stats:" lines (final: the exit line). */
-void mr_stats_print(struct mr_daemon *d, FILE *f, bool final);
-/* stats_json.c: the same counters (and per-QP ones) as one JSON document written to path
- * atomically (path.tmp, then rename), for scripts (like `rdma stat` / `ethtool -S`).
+/* shard.c: the ring glue between shards (only used with more than one shard). */
+/* Create this shard's rings (shard i > 0). 0 or negative errno. */
+int mr_shard_rings_create(struct mr_daemon *d);
+/* Free the rings and whatever they still hold (shutdown, shards stopped). */
+void mr_shard_rings_free(struct mr_daemon *d);
+/* I/O shard: hand a RoCE frame to the shard owning its destination QPN. True if the frame was
+ * taken (queued, or dropped on a full ring); false if shard 0 owns it (process it here). */
+bool mr_shard_dispatch(struct mr_daemon *d, const uint8_t *frame, uint32_t len);
+/* Shard i > 0: frames from the rx ring into the transport. Returns the number handled. */
+unsigned int mr_shard_rx_ring(struct mr_daemon *d, uint64_t now);
+/* Shard i > 0: a built frame to the I/O shard (consumes m). */
+void mr_shard_tx_ring(struct mr_daemon *d, struct rte_mbuf *m);
+/* I/O shard: route the frames other shards built (neighbour, loopback, tx). Returns count. */
+unsigned int mr_shard_drain_tx_rings(struct mr_daemon *d, uint64_t now);
+/* I/O shard: room for a full rx burst in every other shard's rx ring (else the port's own
+ * ring holds the frames until the owner catches up, instead of a drop here). */
+bool mr_shard_rx_room(const struct mr_daemon *d);
+/* Adopt session sockets from the control thread. Returns the number adopted. */
+unsigned int mr_shard_adopt_fds(struct mr_daemon *d);
+/* engine_tx.c: route a built frame (destination MAC still to patch) to gid: loopback is the
+ * caller's business; resolved -> tx, unresolved -> held behind the same peer, else dropped. */
+void mr_engine_route_built(struct mr_daemon *d, struct rte_mbuf *m, const uint8_t gid[16],
+			   uint64_t now);
+
+/* stats.c */
+/* Copy d's counters into d->snap (from d's own thread, or any thread once d stopped). */
+void mr_shard_snapshot(struct mr_daemon *d);
+/* The daemon-wide view of n shards' snapshots (shards[0]: the I/O shard). */
+struct mr_stats_view {
+	struct mr_daemon *const *shards;
+	unsigned int n;
+	struct mr_engine_stats st;  /* summed (max_gap_ns, max_work_ns: the largest) */
+	unsigned int nheld, nqp, nsessions;
+	struct mr_qp_stats qsum;
+	struct mr_ctx_stats cs;
+	struct mr_shm_server_stats ss;
+};
+void mr_stats_view_build(struct mr_stats_view *v, struct mr_daemon *const *shards,
+			 unsigned int n);
+/* One block of "metaroced stats:" lines (final: the exit line). */
+void mr_stats_print(const struct mr_stats_view *v, FILE *f, bool final);
+/* stats_json.c: the same counters (and per-QP and per-shard ones) as one JSON document written
+ * to path atomically (path.tmp, then rename), for scripts (like `rdma stat` / `ethtool -S`).
  * 0 or negative errno. */
-int mr_stats_json_write(struct mr_daemon *d, const char *path, bool final);
+int mr_stats_json_write(const struct mr_stats_view *v, const char *path, bool final);
+/* A snapshot of every shard taken now from the calling (engine 0 or final) thread, printed
+ * and, with --stats-json, written. */
+void mr_stats_dump_local(struct mr_daemon *const *shards, unsigned int n, bool final,
+			 bool json);
 
 #endif

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT
- * metaroced engine loop (one lcore, run to completion, l2fwd style): rx burst -> neighbour /
- * (impairment) -> transport; shm data path every iteration, shm control path every ctl_every
- * iterations; transport timers; delayed (impaired) frames; transport output -> tx; flush; idle
- * back-off bounded by the next delayed frame.
+ * metaroced engine loop (one lcore per shard, run to completion, l2fwd style): rx burst ->
+ * neighbour / (impairment) -> transport; shm data path every iteration, shm control path every
+ * ctl_every iterations; transport timers; delayed (impaired) frames; transport output -> tx;
+ * flush; idle back-off bounded by the next delayed frame.
+ * With several shards (shard.c), the I/O shard 0 also hands RoCE frames to their owner shard's
+ * ring and routes the frames other shards built; other shards read their rx ring instead of the
+ * port and never touch the port, the neighbour table, the pcap or the impairment stages.
  */
+#include <stdatomic.h>
 #include <time.h>
 
 #include <rte_mbuf.h>
@@ -31,6 +35,8 @@ static unsigned int rx_burst(struct mr_daemon *d, uint64_t now)
 		uint32_t len;
 		const uint8_t *f = mr_dpdk_mbuf_frame(bufs[i], d->scratch, d->max_frame, &len);
 
+		/* mr_shard_dispatch() may take this mbuf to another shard (then rx_cur is NULL). */
+		d->rx_cur = bufs[i];
 		if (f == NULL) {
 			d->st.rx_too_long++;
 		} else {
@@ -41,7 +47,9 @@ static unsigned int rx_burst(struct mr_daemon *d, uint64_t now)
 			mr_engine_rx_impaired(d, f == d->scratch ? d->scratch :
 					      rte_pktmbuf_mtod(bufs[i], uint8_t *), len, now);
 		}
-		rte_pktmbuf_free(bufs[i]);
+		if (d->rx_cur != NULL)
+			rte_pktmbuf_free(d->rx_cur);
+		d->rx_cur = NULL;
 	}
 	return n;
 }
@@ -68,13 +76,15 @@ static uint32_t idle_sleep_us(const struct mr_daemon *d)
 	return (uint32_t)((due - now + 999) / 1000);
 }
 
-static void dump_stats(struct mr_daemon *d)
+/* The control thread asked for a snapshot of this shard's counters (daemon.h). */
+static void serve_snapshot(struct mr_daemon *d)
 {
-	int rc;
+	uint32_t req = atomic_load_explicit(&d->snap_req, memory_order_acquire);
 
-	mr_stats_print(d, stdout, false);
-	if (d->stats_json != NULL && (rc = mr_stats_json_write(d, d->stats_json, false)) < 0)
-		fprintf(stderr, "metaroced: stats json %s: error %d\n", d->stats_json, rc);
+	if (req == atomic_load_explicit(&d->snap_done, memory_order_relaxed))
+		return;
+	mr_shard_snapshot(d);
+	atomic_store_explicit(&d->snap_done, req, memory_order_release);
 }
 
 int mr_engine_run(struct mr_daemon *d)
@@ -97,18 +107,37 @@ int mr_engine_run(struct mr_daemon *d)
 		}
 		prev = now;
 		/* Drain rx first (daemon.h, MR_RX_DRAIN_BURSTS): ACKs before timers and tx. */
-		for (unsigned int b = 0; b < MR_RX_DRAIN_BURSTS; b++) {
-			unsigned int got = rx_burst(d, now);
+		if (d->shard_id == 0) {
+			for (unsigned int b = 0; b < MR_RX_DRAIN_BURSTS; b++) {
+				unsigned int got;
 
-			work += got;
-			if (got < MR_RX_BURST)
-				break;
+				/* Back-pressure: a shard's full ring leaves frames in the port. */
+				if (d->nshards > 1 && !mr_shard_rx_room(d)) {
+					d->st.rx_backpressure++;
+					break;
+				}
+				got = rx_burst(d, now);
+
+				work += got;
+				if (got < MR_RX_BURST)
+					break;
+			}
+			if (d->nshards > 1)
+				work += mr_shard_drain_tx_rings(d, now);
+		} else {
+			work += mr_shard_rx_ring(d, now);
 		}
 		/* When idling the loop is slow anyway, so control requests are served every time. */
 		if (++ctl_count >= d->ctl_every || idle >= MR_IDLE_SPINS) {
 			ctl_count = 0;
+			if (d->fd_ring != NULL)
+				work += mr_shard_adopt_fds(d);
 			r = mr_shm_server_poll_ctl(d->srv);
 			work += r > 0 ? (unsigned int)r : 0;
+			if (d->nshards > 1)
+				atomic_store_explicit(&d->pub_sessions,
+						      mr_shm_server_nsessions(d->srv),
+						      memory_order_relaxed);
 		}
 		r = mr_shm_server_poll_data(d->srv);
 		work += r > 0 ? (unsigned int)r : 0;
@@ -117,7 +146,8 @@ int mr_engine_run(struct mr_daemon *d)
 			d->st.timer_runs++;
 			work++;
 		}
-		work += mr_engine_neigh_poll(d, now);
+		if (d->neigh != NULL)
+			work += mr_engine_neigh_poll(d, now);
 		if (d->imp_buf != NULL)
 			work += mr_engine_impair_poll(d, now);
 		work += mr_engine_tx_transport(d, now, MR_TX_BUDGET);
@@ -131,14 +161,17 @@ int mr_engine_run(struct mr_daemon *d)
 			r = mr_shm_server_poll_data(d->srv);
 			(void)r;
 		}
-		if (*d->dump) {
+		/* One shard: it prints its own stats. Several: the control thread asks. */
+		if (d->dump != NULL && *d->dump) {
 			*d->dump = 0;
-			dump_stats(d);
+			mr_stats_dump_local(&d, 1, false, true);
 		}
 		if (now >= next_stats) {
-			mr_stats_print(d, stdout, false);
+			mr_stats_dump_local(&d, 1, false, false);
 			next_stats = now + d->stats_every_ns;
 		}
+		if (d->nshards > 1)
+			serve_snapshot(d);
 		if (work > 0) {
 			uint64_t took = mr_now_ns() - now;
 

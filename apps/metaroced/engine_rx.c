@@ -58,5 +58,8 @@ void mr_engine_rx_frame(struct mr_daemon *d, const uint8_t *frame, uint32_t len,
 		d->st.rx_not_for_us++;
 		return;
 	}
+	/* Several shards: the owner of the destination QPN parses it (shard.c). */
+	if (d->nshards > 1 && mr_shard_dispatch(d, frame, len))
+		return;
 	mr_engine_rx_roce(d, frame, len, now);
 }

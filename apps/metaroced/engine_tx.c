@@ -172,7 +172,79 @@ static void loopback(struct mr_daemon *d, struct mr_path *path, const struct mr_
 	}
 	d->st.tx_loopback++;
 	mr_engine_pcap(d, d->scratch, (uint32_t)len);
+	/* To one of our own QPs, which may live in another shard. */
+	if (d->nshards > 1 && mr_shard_dispatch(d, d->scratch, (uint32_t)len))
+		return;
 	mr_engine_rx_roce(d, d->scratch, (uint32_t)len, now);
+}
+
+/* Frames for a peer that already waits go behind it, in order. */
+static bool peer_waits(const struct mr_daemon *d, const uint8_t gid[16])
+{
+	unsigned int i;
+
+	for (i = 0; i < d->nheld; i++)
+		if (memcmp(d->held[i].gid, gid, 16) == 0)
+			return true;
+	return false;
+}
+
+/* A built frame whose lookup gave rc (0: dmac is in the frame; -EAGAIN: unresolved). */
+static void route(struct mr_daemon *d, struct rte_mbuf *m, const uint8_t gid[16], int rc,
+		  uint64_t now)
+{
+	if (rc == 0) {
+		send_mbuf(d, m, now);
+	} else if (rc == -EAGAIN && d->nheld < MR_HELD_MAX) {
+		memcpy(d->held[d->nheld].gid, gid, 16);
+		d->held[d->nheld++].m = m;
+		d->st.held++;
+		solicit(d, gid, now);
+	} else {
+		rte_pktmbuf_free(m);
+		d->st.held_dropped++;
+	}
+}
+
+void mr_engine_route_built(struct mr_daemon *d, struct rte_mbuf *m, const uint8_t gid[16],
+			   uint64_t now)
+{
+	uint8_t mac[6];
+	int rc = lookup(d, gid, now, mac);
+
+	if (rc == 0 && d->nheld > 0 && peer_waits(d, gid))
+		rc = -EAGAIN;
+	/* The Ethernet header is outside the ICRC (A17.3.1): patching the MAC keeps it valid. */
+	if (rc == 0)
+		memcpy(rte_pktmbuf_mtod(m, uint8_t *), mac, 6);
+	route(d, m, gid, rc, now);
+}
+
+/* Shard i > 0: build into an mbuf (destination MAC left to the I/O shard) and hand it over. */
+static void build_for_io(struct mr_daemon *d, struct mr_path *path, const struct mr_tx_pkt *pkt)
+{
+	struct rte_mbuf *m;
+	int len;
+
+	if (mr_backend_is_local_gid(d->be, path->dgid)) {
+		memcpy(path->dmac, d->mac, 6);
+		d->st.tx_loopback++;
+	}
+	m = rte_pktmbuf_alloc(d->txpool);
+	if (m == NULL) {
+		d->st.tx_nombuf++; /* lost: the requester's ACK timeout recovers it */
+		return;
+	}
+	len = mr_frame_build(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m), path,
+			     d->ip_id++, &pkt->hdr, pkt->iov, pkt->niov);
+	if (len < 0) {
+		rte_pktmbuf_free(m);
+		d->st.tx_build_err++;
+		return;
+	}
+	m->data_len = (uint16_t)len;
+	m->pkt_len = (uint32_t)len;
+	mr_shard_tx_ring(d, m);
 }
 
 unsigned int mr_engine_tx_transport(struct mr_daemon *d, uint64_t now, unsigned int budget)
@@ -198,21 +270,18 @@ unsigned int mr_engine_tx_transport(struct mr_daemon *d, uint64_t now, unsigned 
 		 * packet; plain RC leaves it 0 and the path's fixed per-QP port is used. */
 		if (pkt.udp_sport != 0)
 			path.udp_sport = pkt.udp_sport;
+		d->st.tx_roce++;
+		if (d->tx_ring != NULL) {
+			build_for_io(d, &path, &pkt);
+			continue;
+		}
 		if (mr_backend_is_local_gid(d->be, path.dgid)) {
 			loopback(d, &path, &pkt, now);
 			continue;
 		}
 		rc = lookup(d, path.dgid, now, path.dmac);
-		/* Frames for a peer that already waits go behind it, in order. */
-		if (rc == 0 && d->nheld > 0) {
-			unsigned int i;
-
-			for (i = 0; i < d->nheld; i++)
-				if (memcmp(d->held[i].gid, path.dgid, 16) == 0)
-					break;
-			if (i < d->nheld)
-				rc = -EAGAIN;
-		}
+		if (rc == 0 && d->nheld > 0 && peer_waits(d, path.dgid))
+			rc = -EAGAIN;
 		m = rte_pktmbuf_alloc(d->txpool);
 		if (m == NULL) {
 			d->st.tx_nombuf++; /* lost: the requester's ACK timeout recovers it */
@@ -227,17 +296,7 @@ unsigned int mr_engine_tx_transport(struct mr_daemon *d, uint64_t now, unsigned 
 		}
 		m->data_len = (uint16_t)len;
 		m->pkt_len = (uint32_t)len;
-		if (rc == 0) {
-			send_mbuf(d, m, now);
-		} else if (rc == -EAGAIN && d->nheld < MR_HELD_MAX) {
-			memcpy(d->held[d->nheld].gid, path.dgid, 16);
-			d->held[d->nheld++].m = m;
-			d->st.held++;
-			solicit(d, path.dgid, now);
-		} else {
-			rte_pktmbuf_free(m);
-			d->st.held_dropped++;
-		}
+		route(d, m, path.dgid, rc, now);
 	}
 	return n;
 }

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT
- * metaroced: the poll-mode RoCE v2 daemon. One DPDK port, one engine lcore running the RC
- * transport, ARP/ND for its own addresses, and the shared-memory server apps connect to.
+ * metaroced: the poll-mode RoCE v2 daemon. One DPDK port, one engine lcore per [engine] lcores
+ * entry (a shard: its own RC transport ctx with a disjoint QPN range, backend, shm server,
+ * timers and counters; no locks on the data path), ARP/ND for its own addresses, and the
+ * shared-memory server apps connect to. With one lcore the engine also serves the socket and
+ * the statistics; with several, a control thread does (control.c) and shard 0 does the port
+ * I/O for all (shard.c).
  *
  *   metaroced -c FILE [--pcap FILE] [--pcap-max-bytes N] [--idle-sleep-us N] [--socket PATH]
  *             [--stats-every SEC] [--stats-json FILE] [--impair-rx SPEC] [--impair-tx SPEC]
@@ -9,6 +13,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,9 +27,11 @@
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
+#include <rte_ring.h>
 
 #include "backend.h"
 #include "config.h"
+#include "control.h"
 #include "daemon.h"
 #include "dpdk/dpdk_port.h"
 #include "dpdk/neigh.h"
@@ -100,7 +107,7 @@ static int build_eal_args(struct eal_argv *e, const struct mr_daemon_config *cfg
 	char cfgargs[sizeof(cfg->eal_args)], *tok, *save = NULL;
 	char *split[MAX_EAL_ARGS];
 	int nsplit = 0, rc = 0, i;
-	char buf[64];
+	char buf[MR_CFG_MAX_LCORES * 12];
 	bool nohuge;
 
 	snprintf(cfgargs, sizeof(cfgargs), "%s", cfg->eal_args);
@@ -122,10 +129,23 @@ static int build_eal_args(struct eal_argv *e, const struct mr_daemon_config *cfg
 	if (!has_arg(split, nsplit, "-l") && !has_arg(extra, nextra, "-l") &&
 	    !has_arg(split, nsplit, "--lcores") && !has_arg(extra, nextra, "--lcores") &&
 	    !has_arg(split, nsplit, "-c") && !has_arg(extra, nextra, "-c")) {
-		/* One engine lcore in this version: the first configured one. */
-		snprintf(buf, sizeof(buf), "%" PRIu32, cfg->lcores[0]);
+		/* Lcore ids = the configured CPU ids; the first one is the main lcore (shard 0,
+		 * the I/O shard; the control thread shares its CPU). */
+		size_t off = 0;
+		unsigned int k;
+
+		for (k = 0; k < cfg->n_lcores && off < sizeof(buf); k++)
+			off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%" PRIu32,
+						k ? "," : "", cfg->lcores[k]);
+		if (off >= sizeof(buf))
+			return -E2BIG;
 		rc |= eal_add(e, "-l");
 		rc |= eal_add(e, buf);
+		if (cfg->n_lcores > 1) {
+			snprintf(buf, sizeof(buf), "%" PRIu32, cfg->lcores[0]);
+			rc |= eal_add(e, "--main-lcore");
+			rc |= eal_add(e, buf);
+		}
 	}
 	for (i = 0; i < nsplit; i++)
 		rc |= eal_add(e, split[i]);
@@ -162,18 +182,19 @@ static void make_parent_dir(const char *path)
 		mr_log(MR_LOG_WARN, "mkdir %s: %s", dir, strerror(errno));
 }
 
-static int setup(struct mr_daemon *d)
+/* Frames that may sit in the shards' rx rings: room for them in the port's mbuf pool (the
+ * ring holds the received mbufs themselves). The port's own default, plus that. */
+#define SHARD_RX_MBUFS 2048u
+
+/* The port, the tx pool, the neighbour table and the impairment stages: shard 0's (the I/O
+ * shard's) objects. */
+static int setup_io(struct mr_daemon *d, unsigned int nshards)
 {
 	const struct mr_daemon_config *c = &d->cfg;
 	struct mr_dpdk_port_conf pc = {0};
-	struct mr_ctx_params cp = {0};
 	struct mr_neigh_conf nc = {0};
-	struct mr_backend_conf bc = {0};
-	struct mr_shm_server_params sp = {0};
 	struct mr_tclass_map tm;
-	struct mr_dpdk_link link = {0};
-	uint8_t mac[6];
-	int tos, tci = 0, len;
+	int tci = 0;
 
 	mr_tclass_defaults(&tm);
 	if (mr_tclass_set(&tm, MR_TC_ROCE, c->dscp, c->pcp, c->ecn) < 0 ||
@@ -182,8 +203,6 @@ static int setup(struct mr_daemon *d)
 		       c->cnp_dscp, c->pcp);
 		return -EINVAL;
 	}
-	/* A17.9.1: RoCE data ECN-capable with ECT(0) when configured. */
-	tos = mr_tclass_tos(&tm, MR_TC_ROCE);
 	if (c->vlan)
 		tci = mr_tclass_vlan_tci(&tm, MR_TC_ROCE, c->vlan);
 
@@ -193,6 +212,11 @@ static int setup(struct mr_daemon *d)
 	pc.mac = c->has_mac ? c->mac : NULL;
 	pc.promiscuous = true;       /* af_packet on a shared segment; filtered in engine_rx.c */
 	pc.allmulticast = c->has_ipv6;
+	if (nshards > 1)
+		/* dpdk_port.c's default (1024 rx + 1024 tx descriptors + a 32-frame tx buffer,
+		 * 256 cached per lcore, 2048 spare) plus the frames in the shards' rx rings. */
+		pc.nb_mbufs = 1024 + 1024 + 32 + rte_lcore_count() * 256 + 2048 +
+			      (nshards - 1) * SHARD_RX_MBUFS;
 	d->port = mr_dpdk_port_open(&pc);
 	if (d->port == NULL) {
 		mr_log(MR_LOG_ERR, "port %u: %s (check [port] eal_args, e.g. "
@@ -210,35 +234,12 @@ static int setup(struct mr_daemon *d)
 		       c->ib_mtu, c->mtu, d->max_frame);
 		return -EINVAL;
 	}
-	d->scratch = malloc(d->max_frame);
 	d->txpool = rte_pktmbuf_pool_create("mrd_tx", TXPOOL_SIZE, TXPOOL_CACHE, 0,
 					    (uint16_t)(RTE_PKTMBUF_HEADROOM + d->max_frame),
 					    (int)rte_socket_id());
-	if (d->scratch == NULL || d->txpool == NULL) {
+	if (d->txpool == NULL) {
 		mr_log(MR_LOG_ERR, "tx mbuf pool: %s", rte_strerror(rte_errno));
 		return -ENOMEM;
-	}
-
-	cp.max_qp = c->max_qp;
-	cp.first_qpn = 17; /* rxe's first QPN; QP0/QP1 reserved (IBA 10.2.4) */
-	cp.max_mr = c->max_mr;
-	cp.seed = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ mr_now_ns();
-	{
-		struct rte_eth_dev_info di;
-		const char *drv = rte_eth_dev_info_get(mr_dpdk_port_id(d->port), &di) == 0 ?
-					  di.driver_name : NULL;
-
-		/* Bounded windows on kernel-socket ports (config.h, [limits] max_inflight). */
-		cp.max_inflight_pkts = mr_config_max_inflight(c, drv);
-		mr_log(MR_LOG_INFO, "port %u driver %s: max_inflight %u packets per QP%s",
-		       c->port_id, drv != NULL ? drv : "?", cp.max_inflight_pkts,
-		       cp.max_inflight_pkts == 0 ? " (transport default)" :
-		       c->max_inflight == 0 ? " (derived)" : "");
-	}
-	d->ctx = mr_ctx_create(&cp);
-	if (d->ctx == NULL) {
-		mr_log(MR_LOG_ERR, "transport: %s", strerror(errno));
-		return -errno;
 	}
 
 	memcpy(nc.mac, d->mac, 6);
@@ -262,6 +263,68 @@ static int setup(struct mr_daemon *d)
 		mr_neigh_ipv6_mcast_mac(all_nodes, mcs[1]);
 		mr_dpdk_port_set_mcast(d->port, (const uint8_t (*)[6])mcs, 2);
 	}
+	if (mr_engine_impair_setup(d) < 0) {
+		mr_log(MR_LOG_ERR, "impairment: %s", strerror(errno));
+		return -ENOMEM;
+	}
+	if (d->imp[MR_IMPAIR_RX] != NULL || d->imp[MR_IMPAIR_TX] != NULL)
+		mr_log(MR_LOG_WARN, "impairment on: rx %s, tx %s",
+		       d->imp[MR_IMPAIR_RX] != NULL ? c->impair_spec[MR_IMPAIR_RX] : "off",
+		       d->imp[MR_IMPAIR_TX] != NULL ? c->impair_spec[MR_IMPAIR_TX] : "off");
+	return 0;
+}
+
+/* One shard's transport ctx, backend and shm server (bound to the socket path when it is the
+ * only shard, else fed by the control thread). io: shard 0, whose port, pool, MAC and frame size
+ * every shard shares (read-only after setup). */
+static int setup_engine(struct mr_daemon *d, const struct mr_daemon *io)
+{
+	const struct mr_daemon_config *c = &d->cfg;
+	struct mr_ctx_params cp = {0};
+	struct mr_backend_conf bc = {0};
+	struct mr_shm_server_params sp = {0};
+	struct mr_tclass_map tm;
+	struct mr_dpdk_link link = {0};
+	int tos, tci = 0;
+
+	mr_tclass_defaults(&tm);
+	(void)mr_tclass_set(&tm, MR_TC_ROCE, c->dscp, c->pcp, c->ecn); /* checked by setup_io */
+	/* A17.9.1: RoCE data ECN-capable with ECT(0) when configured. */
+	tos = mr_tclass_tos(&tm, MR_TC_ROCE);
+	if (c->vlan)
+		tci = mr_tclass_vlan_tci(&tm, MR_TC_ROCE, c->vlan);
+	memcpy(d->mac, io->mac, 6);
+	d->max_frame = io->max_frame;
+	d->txpool = io->txpool;
+	d->scratch = malloc(d->max_frame);
+	d->snap.qps = calloc(c->max_qp, sizeof(*d->snap.qps));
+	if (d->scratch == NULL || d->snap.qps == NULL)
+		return -ENOMEM;
+
+	cp.max_qp = c->max_qp;
+	/* Disjoint QPN ranges: the owner of a frame is its DestQP's range (shard_map.h). */
+	cp.first_qpn = mr_shard_first_qpn(&d->map, d->shard_id);
+	cp.max_mr = c->max_mr;
+	cp.seed = ((uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ mr_now_ns()) +
+		  d->shard_id * 0x5851f42d4c957f2dull;
+	{
+		struct rte_eth_dev_info di;
+		const char *drv = rte_eth_dev_info_get(mr_dpdk_port_id(io->port), &di) == 0 ?
+					  di.driver_name : NULL;
+
+		/* Bounded windows on kernel-socket ports (config.h, [limits] max_inflight). */
+		cp.max_inflight_pkts = mr_config_max_inflight(c, drv);
+		if (d->shard_id == 0)
+			mr_log(MR_LOG_INFO, "port %u driver %s: max_inflight %u packets per QP%s",
+			       c->port_id, drv != NULL ? drv : "?", cp.max_inflight_pkts,
+			       cp.max_inflight_pkts == 0 ? " (transport default)" :
+			       c->max_inflight == 0 ? " (derived)" : "");
+	}
+	d->ctx = mr_ctx_create(&cp);
+	if (d->ctx == NULL) {
+		mr_log(MR_LOG_ERR, "transport: %s", strerror(errno));
+		return -errno;
+	}
 
 	bc.ctx = d->ctx;
 	memcpy(bc.mac, d->mac, 6);
@@ -279,73 +342,187 @@ static int setup(struct mr_daemon *d)
 	bc.max_cq = c->max_cq;
 	bc.line_rate_bps = (uint64_t)c->line_rate_gbps * 1000000000ull;
 	bc.base_rtt_ns = (uint64_t)c->base_rtt_us * 1000ull;
-	bc.on_path = mr_engine_resolve;
+	/* Early MAC resolution needs the neighbour table, which only shard 0 touches; other
+	 * shards' first frames wait in shard 0's held queue instead. */
+	bc.on_path = d->shard_id == 0 ? mr_engine_resolve : NULL;
 	bc.on_path_arg = d;
 	d->be = mr_backend_create(&bc);
 	if (d->be == NULL) {
 		mr_log(MR_LOG_ERR, "backend: %s", strerror(errno));
 		return -errno;
 	}
-	mr_dpdk_port_link(d->port, 1000, &link);
+	mr_dpdk_port_link(io->port, d->shard_id == 0 ? 1000 : 0, &link);
 	mr_backend_set_port_up(d->be, link.up);
 	mr_backend_set_link_rate(d->be, (uint64_t)link.speed_mbps * 1000000ull);
-	if (!link.up)
+	if (!link.up && d->shard_id == 0)
 		mr_log(MR_LOG_WARN, "port %u: link down", c->port_id);
 
-	make_parent_dir(d->sock_path);
 	sp.sock_path = d->sock_path;
 	sp.ops = mr_backend_ops();
 	sp.backend = d->be;
 	sp.max_sessions = c->max_sessions;
-	d->srv = mr_shm_server_create(&sp);
+	if (d->nshards == 1) {
+		make_parent_dir(d->sock_path);
+		d->srv = mr_shm_server_create(&sp);
+	} else {
+		d->srv = mr_shm_server_create_unbound(&sp);
+	}
 	if (d->srv == NULL) {
 		mr_log(MR_LOG_ERR, "shm server on %s: %s", d->sock_path, strerror(errno));
 		return -errno;
 	}
-
-	if (mr_engine_impair_setup(d) < 0) {
-		mr_log(MR_LOG_ERR, "impairment: %s", strerror(errno));
-		return -ENOMEM;
-	}
-	if (d->imp[MR_IMPAIR_RX] != NULL || d->imp[MR_IMPAIR_TX] != NULL)
-		mr_log(MR_LOG_WARN, "impairment on: rx %s, tx %s",
-		       d->imp[MR_IMPAIR_RX] != NULL ? c->impair_spec[MR_IMPAIR_RX] : "off",
-		       d->imp[MR_IMPAIR_TX] != NULL ? c->impair_spec[MR_IMPAIR_TX] : "off");
-
-	/* RFC 5227 3: announce our address so that peers' caches learn our MAC at once. */
-	len = c->has_ipv4 ? mr_neigh_gratuitous_arp(d->neigh, d->scratch, d->max_frame) :
-			    mr_neigh_unsolicited_na(d->neigh, d->scratch, d->max_frame);
-	if (len > 0) {
-		memcpy(mac, d->scratch, 6);
-		mr_engine_tx_copy(d, d->scratch, (uint32_t)len);
-		mr_dpdk_port_tx_flush(d->port, 0);
-	}
-	mr_log(MR_LOG_INFO, "port %u up=%d mac %02x:%02x:%02x:%02x:%02x:%02x ib_mtu %u socket %s",
-	       c->port_id, link.up, d->mac[0], d->mac[1], d->mac[2], d->mac[3], d->mac[4],
-	       d->mac[5], c->ib_mtu, d->sock_path);
 	return 0;
 }
 
-static void teardown(struct mr_daemon *d)
+/* RFC 5227 3: announce our address so that peers' caches learn our MAC at once. */
+static void announce(struct mr_daemon *d)
 {
-	mr_engine_impair_teardown(d);
-	/* Server first: it reclaims every session (QPs to ERR, then destroyed) through the
-	 * backend while the transport still exists, and unlinks the socket file. */
-	if (d->srv != NULL)
-		mr_shm_server_destroy(d->srv);
-	if (d->port != NULL)
+	const struct mr_daemon_config *c = &d->cfg;
+	struct mr_dpdk_link link = {0};
+	int len;
+
+	len = c->has_ipv4 ? mr_neigh_gratuitous_arp(d->neigh, d->scratch, d->max_frame) :
+			    mr_neigh_unsolicited_na(d->neigh, d->scratch, d->max_frame);
+	if (len > 0) {
+		mr_engine_tx_copy(d, d->scratch, (uint32_t)len);
 		mr_dpdk_port_tx_flush(d->port, 0);
-	mr_engine_free_held(d);
-	mr_backend_destroy(d->be);
-	if (d->ctx != NULL)
-		mr_ctx_destroy(d->ctx);
-	mr_neigh_destroy(d->neigh);
-	mr_dpdk_port_close(d->port);
-	if (d->txpool != NULL)
-		rte_mempool_free(d->txpool);
-	if (d->pcap != NULL)
-		mr_pcap_writer_close(d->pcap);
-	free(d->scratch);
+	}
+	mr_dpdk_port_link(d->port, 0, &link);
+	mr_log(MR_LOG_INFO, "port %u up=%d mac %02x:%02x:%02x:%02x:%02x:%02x ib_mtu %u socket %s",
+	       c->port_id, link.up, d->mac[0], d->mac[1], d->mac[2], d->mac[3], d->mac[4],
+	       d->mac[5], c->ib_mtu, d->sock_path);
+}
+
+/* The EAL lcore of every shard: the configured CPU ids when EAL got them (our -l), else the
+ * main lcore and then the workers in order (the user passed -l/--lcores in eal_args). */
+static int map_lcores(struct mr_daemon **sh, unsigned int n, const struct mr_daemon_config *c)
+{
+	unsigned int i, lc;
+	bool ours = rte_get_main_lcore() == c->lcores[0];
+
+	for (i = 1; ours && i < n; i++)
+		ours = c->lcores[i] < RTE_MAX_LCORE && rte_lcore_is_enabled(c->lcores[i]);
+	if (ours) {
+		for (i = 0; i < n; i++)
+			sh[i]->lcore = c->lcores[i];
+		return 0;
+	}
+	if (rte_lcore_count() < n) {
+		mr_log(MR_LOG_ERR, "engine.lcores lists %u lcores but EAL runs %u (check -l/--lcores "
+		       "in port.eal_args)", n, rte_lcore_count());
+		return -EINVAL;
+	}
+	sh[0]->lcore = rte_get_main_lcore();
+	i = 1;
+	RTE_LCORE_FOREACH_WORKER(lc) {
+		if (i >= n)
+			break;
+		sh[i++]->lcore = lc;
+	}
+	return 0;
+}
+
+/* All shards: shard 0 (d0, already holding cfg and options) plus copies for the others. */
+static int setup(struct mr_daemon **sh, unsigned int n, int *lsock)
+{
+	struct mr_daemon *d0 = sh[0];
+	unsigned int i;
+	int rc;
+
+	if (map_lcores(sh, n, &d0->cfg) < 0)
+		return -EINVAL;
+	rc = setup_io(d0, n);
+	if (rc < 0)
+		return rc;
+	for (i = 0; i < n; i++) {
+		struct mr_daemon *d = sh[i];
+
+		if (i > 0) {
+			/* Shared read-only settings; the I/O objects stay shard 0's alone. */
+			d->cfg = d0->cfg;
+			d->sock_path = d0->sock_path;
+			d->idle_sleep_us = d0->idle_sleep_us;
+			d->ctl_every = d0->ctl_every;
+			d->stop = d0->stop;
+			d->stats_json = d0->stats_json;
+		}
+		d->shard_id = i;
+		d->nshards = n;
+		d->all = sh;
+		d->map = d0->map;
+		rc = setup_engine(d, d0);
+		if (rc < 0)
+			return rc;
+		if (n == 1)
+			continue;
+		/* The control thread prints the statistics. */
+		d->dump = NULL;
+		d->stats_every_ns = 0;
+		if (i > 0 && mr_shard_rings_create(d) < 0)
+			return -ENOMEM;
+		{
+			char name[RTE_RING_NAMESIZE];
+
+			snprintf(name, sizeof(name), "mrd_fd%u", i);
+			d->fd_ring = rte_ring_create(name, 64, (int)rte_socket_id(),
+						     RING_F_SP_ENQ | RING_F_SC_DEQ);
+			if (d->fd_ring == NULL)
+				return -ENOMEM;
+		}
+	}
+	if (n > 1) {
+		make_parent_dir(d0->sock_path);
+		*lsock = mr_shm_listen(d0->sock_path, 0);
+		if (*lsock < 0) {
+			mr_log(MR_LOG_ERR, "shm socket %s: %s", d0->sock_path, strerror(-*lsock));
+			return *lsock;
+		}
+		mr_log(MR_LOG_INFO, "%u engine shards: lcores %u..., QPNs %u + shard x %u", n,
+		       sh[0]->lcore, d0->map.first_qpn, d0->map.qp_per_shard);
+	}
+	announce(d0);
+	return 0;
+}
+
+static void teardown(struct mr_daemon **sh, unsigned int n, int lsock)
+{
+	struct mr_daemon *d0 = sh[0];
+	unsigned int i;
+
+	if (lsock >= 0) {
+		close(lsock);
+		unlink(d0->sock_path);
+	}
+	mr_engine_impair_teardown(d0);
+	/* Servers first: they reclaim every session (QPs to ERR, then destroyed) through the
+	 * backend while the transport still exists (and the bound one unlinks the socket file). */
+	for (i = 0; i < n; i++)
+		if (sh[i]->srv != NULL)
+			mr_shm_server_destroy(sh[i]->srv);
+	/* Mbufs in the rings come from the port's pool or the tx pool: freed before those. */
+	for (i = 0; i < n; i++)
+		mr_shard_rings_free(sh[i]);
+	if (d0->port != NULL)
+		mr_dpdk_port_tx_flush(d0->port, 0);
+	mr_engine_free_held(d0);
+	for (i = 0; i < n; i++) {
+		mr_backend_destroy(sh[i]->be);
+		if (sh[i]->ctx != NULL)
+			mr_ctx_destroy(sh[i]->ctx);
+		free(sh[i]->scratch);
+		free(sh[i]->snap.qps);
+	}
+	mr_neigh_destroy(d0->neigh);
+	mr_dpdk_port_close(d0->port);
+	if (d0->txpool != NULL)
+		rte_mempool_free(d0->txpool);
+	if (d0->pcap != NULL)
+		mr_pcap_writer_close(d0->pcap);
+}
+
+static int shard_main(void *arg)
+{
+	return mr_engine_run(arg);
 }
 
 int main(int argc, char **argv)
@@ -364,8 +541,12 @@ int main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	static struct mr_daemon d;
+	static struct mr_daemon d, shard_store[MR_CFG_MAX_LCORES - 1];
+	static struct mr_daemon *sh[MR_CFG_MAX_LCORES];
+	static struct mr_control ctl;
 	static struct eal_argv eal;
+	unsigned int nsh, k;
+	int lsock = -1;
 	const char *cfg_path = NULL, *pcap_path = NULL, *sock = NULL, *stats_json = NULL;
 	const char *impair_spec[MR_IMPAIR_NR_DIRS] = {NULL, NULL};
 	int64_t idle_us = -1, pcap_max = -1;
@@ -460,6 +641,12 @@ bad_value:
 	d.stop = &g_stop;
 	d.dump = &g_dump;
 	d.stats_json = stats_json;
+	rc = mr_shard_map_init(&d.map, MR_SHARD_FIRST_QPN, d.cfg.max_qp, d.cfg.n_lcores);
+	if (rc < 0) {
+		fprintf(stderr, "metaroced: %s: limits.max_qp %u x engine.lcores %u QPNs do not fit "
+			"the 24-bit QPN space (IBA 9.2)\n", cfg_path, d.cfg.max_qp, d.cfg.n_lcores);
+		return 2;
+	}
 	if (pcap_path == NULL && d.cfg.pcap_path[0] != '\0')
 		pcap_path = d.cfg.pcap_path;
 
@@ -492,22 +679,63 @@ bad_value:
 		if (d.pcap == NULL)
 			mr_log(MR_LOG_ERR, "pcap %s: %s", pcap_path, strerror(errno));
 	}
-	rc = setup(&d);
+	nsh = d.cfg.n_lcores;
+	sh[0] = &d;
+	for (k = 1; k < nsh; k++)
+		sh[k] = &shard_store[k - 1];
+	rc = setup(sh, nsh, &lsock);
 	ret = 1;
 	if (rc == 0 && (pcap_path == NULL || d.pcap != NULL)) {
-		printf("metaroced: ready (pid %ld, socket %s)\n", (long)getpid(), d.sock_path);
-		fflush(stdout);
-		mr_engine_run(&d);
-		ret = 0;
+		bool launched = true;
+
+		if (nsh > 1) {
+			ctl.shards = sh;
+			ctl.n = nsh;
+			ctl.lsock = lsock;
+			ctl.max_sessions = d.cfg.max_sessions ? d.cfg.max_sessions : 64;
+			/* setup() left the shards without periodic stats: the control thread's. */
+			ctl.stats_every_ns = stats_every * 1000000000ull;
+			ctl.stop = &g_stop;
+			ctl.dump = &g_dump;
+			for (k = 1; k < nsh && launched; k++)
+				launched = rte_eal_remote_launch(shard_main, sh[k], sh[k]->lcore) == 0;
+			if (!launched || mr_control_start(&ctl) < 0) {
+				mr_log(MR_LOG_ERR, "cannot start the engine shards / control thread");
+				g_stop = 1;
+				rte_eal_mp_wait_lcore();
+				launched = false;
+			}
+		}
+		if (launched) {
+			if (nsh == 1)
+				printf("metaroced: ready (pid %ld, socket %s)\n", (long)getpid(),
+				       d.sock_path);
+			else
+				printf("metaroced: ready (pid %ld, socket %s, %u engine shards)\n",
+				       (long)getpid(), d.sock_path, nsh);
+			fflush(stdout);
+			mr_engine_run(&d);
+			if (nsh > 1) {
+				rte_eal_mp_wait_lcore();
+				mr_control_join(&ctl);
+			}
+			ret = 0;
+		}
 	}
-	if (d.port != NULL && d.srv != NULL) {
-		mr_stats_print(&d, stdout, true);
-		if (stats_json != NULL && (rc = mr_stats_json_write(&d, stats_json, true)) < 0) {
+	if (d.port != NULL && d.srv != NULL && sh[nsh - 1]->srv != NULL) {
+		/* Every shard stopped: the main thread snapshots them itself. */
+		struct mr_stats_view view;
+
+		for (k = 0; k < nsh; k++)
+			mr_shard_snapshot(sh[k]);
+		mr_stats_view_build(&view, sh, nsh);
+		mr_stats_print(&view, stdout, true);
+		if (stats_json != NULL && (rc = mr_stats_json_write(&view, stats_json, true)) < 0) {
 			fprintf(stderr, "metaroced: stats json %s: %s\n", stats_json, strerror(-rc));
 			ret = 1;
 		}
 	}
-	teardown(&d);
+	teardown(sh, nsh, lsock);
 	rte_eal_cleanup();
 	return ret;
 }

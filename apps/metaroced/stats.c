@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT
  * metaroced statistics: port counters, engine counters, per-QP transport counters summed, parse
- * drops by reason, neighbour and shm server counters, impairment counters per direction. Printed on SIGUSR1, every --stats-every
- * seconds, and once at exit.
+ * drops by reason, neighbour and shm server counters, impairment counters per direction; with
+ * several engine shards, one line per shard first. Printed on SIGUSR1, every --stats-every
+ * seconds, and once at exit, always from per-shard snapshots (struct mr_shard_snap) that each
+ * shard took of its own single-threaded objects.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "daemon.h"
 #include "backend.h"
@@ -15,22 +19,145 @@
 #include "shm/shm_server.h"
 #include "transport/rc.h"
 
-void mr_stats_print(struct mr_daemon *d, FILE *f, bool final)
+/* The counter structs summed here are plain arrays of uint64_t. */
+_Static_assert(sizeof(struct mr_qp_stats) % sizeof(uint64_t) == 0, "mr_qp_stats layout");
+_Static_assert(sizeof(struct mr_ctx_stats) % sizeof(uint64_t) == 0, "mr_ctx_stats layout");
+_Static_assert(sizeof(struct mr_shm_server_stats) % sizeof(uint64_t) == 0, "shm stats layout");
+_Static_assert(sizeof(struct mr_engine_stats) % sizeof(uint64_t) == 0, "engine stats layout");
+
+static void add_u64s(void *dst, const void *src, size_t bytes)
+{
+	size_t i;
+
+	for (i = 0; i < bytes; i += sizeof(uint64_t)) {
+		uint64_t a, b;
+
+		memcpy(&a, (uint8_t *)dst + i, sizeof(a));
+		memcpy(&b, (const uint8_t *)src + i, sizeof(b));
+		a += b;
+		memcpy((uint8_t *)dst + i, &a, sizeof(a));
+	}
+}
+
+static void snap_qp(void *arg, const struct mr_qp *qp)
+{
+	struct mr_daemon *d = arg;
+	struct mr_qp_snap *q;
+
+	if (d->snap.qps == NULL || d->snap.nqps >= d->cfg.max_qp)
+		return;
+	q = &d->snap.qps[d->snap.nqps];
+	if (mr_qp_get_stats(qp, &q->s) < 0)
+		return;
+	q->qpn = mr_qp_num(qp);
+	q->state = mr_qp_state(qp);
+	d->snap.nqps++;
+}
+
+void mr_shard_snapshot(struct mr_daemon *d)
+{
+	struct mr_shard_snap *sn = &d->snap;
+	unsigned int i;
+
+	sn->st = d->st;
+	sn->nheld = d->nheld;
+	sn->nqp = mr_backend_qp_stats_sum(d->be, &sn->qsum);
+	sn->qps_created = mr_backend_qps_created(d->be);
+	mr_ctx_get_stats(d->ctx, &sn->cs);
+	mr_shm_server_get_stats(d->srv, &sn->ss);
+	sn->nsessions = mr_shm_server_nsessions(d->srv);
+	sn->nqps = 0;
+	mr_backend_qp_foreach(d->be, snap_qp, d);
+	if (d->shard_id != 0)
+		return;
+	memset(&sn->ps, 0, sizeof(sn->ps));
+	mr_dpdk_port_stats_get(d->port, &sn->ps);
+	sn->ns = *mr_neigh_stats(d->neigh);
+	for (i = 0; i < MR_IMPAIR_NR_DIRS; i++) {
+		sn->imp_on[i] = d->imp[i] != NULL;
+		memset(&sn->is[i], 0, sizeof(sn->is[i]));
+		sn->imp_queued[i] = 0;
+		if (d->imp[i] == NULL)
+			continue;
+		mr_impair_get_stats(d->imp[i], (enum mr_impair_dir)i, &sn->is[i]);
+		sn->imp_queued[i] = mr_impair_queued(d->imp[i], (enum mr_impair_dir)i);
+	}
+	sn->pcap_dropped = d->pcap != NULL ? mr_pcap_writer_dropped(d->pcap) : 0;
+}
+
+void mr_stats_view_build(struct mr_stats_view *v, struct mr_daemon *const *shards,
+			 unsigned int n)
+{
+	unsigned int i;
+
+	memset(v, 0, sizeof(*v));
+	v->shards = shards;
+	v->n = n;
+	for (i = 0; i < n; i++) {
+		const struct mr_shard_snap *sn = &shards[i]->snap;
+
+		add_u64s(&v->st, &sn->st, sizeof(v->st));
+		add_u64s(&v->qsum, &sn->qsum, sizeof(v->qsum));
+		add_u64s(&v->cs, &sn->cs, sizeof(v->cs));
+		add_u64s(&v->ss, &sn->ss, sizeof(v->ss));
+		v->nheld += sn->nheld;
+		v->nqp += sn->nqp;
+		v->nsessions += sn->nsessions;
+	}
+	/* Gaps and work times are per loop: the worst shard, not a sum. */
+	v->st.max_gap_ns = v->st.max_work_ns = 0;
+	for (i = 0; i < n; i++) {
+		const struct mr_engine_stats *e = &shards[i]->snap.st;
+
+		if (e->max_gap_ns > v->st.max_gap_ns)
+			v->st.max_gap_ns = e->max_gap_ns;
+		if (e->max_work_ns > v->st.max_work_ns)
+			v->st.max_work_ns = e->max_work_ns;
+	}
+}
+
+void mr_stats_dump_local(struct mr_daemon *const *shards, unsigned int n, bool final, bool json)
+{
+	struct mr_stats_view v;
+	unsigned int i;
+	int rc;
+
+	for (i = 0; i < n; i++)
+		mr_shard_snapshot(shards[i]);
+	mr_stats_view_build(&v, shards, n);
+	mr_stats_print(&v, stdout, final);
+	if (json && shards[0]->stats_json != NULL &&
+	    (rc = mr_stats_json_write(&v, shards[0]->stats_json, final)) < 0)
+		fprintf(stderr, "metaroced: stats json %s: %s\n", shards[0]->stats_json,
+			strerror(-rc));
+}
+
+void mr_stats_print(const struct mr_stats_view *v, FILE *f, bool final)
 {
 	const char *tag = final ? "metaroced final" : "metaroced stats";
-	const struct mr_engine_stats *e = &d->st;
-	const struct mr_neigh_stats *ns = mr_neigh_stats(d->neigh);
-	struct mr_dpdk_port_stats ps = {0};
-	struct mr_shm_server_stats ss;
-	struct mr_qp_stats q;
-	struct mr_ctx_stats cs;
-	unsigned int nqp, i;
+	const struct mr_shard_snap *io = &v->shards[0]->snap;
+	const struct mr_engine_stats *e = &v->st;
+	const struct mr_neigh_stats *ns = &io->ns;
+	const struct mr_dpdk_port_stats ps = io->ps;
+	const struct mr_shm_server_stats ss = v->ss;
+	const struct mr_qp_stats q = v->qsum;
+	const struct mr_ctx_stats cs = v->cs;
+	unsigned int nqp = v->nqp, i;
 	uint64_t drops = 0;
 
-	mr_dpdk_port_stats_get(d->port, &ps);
-	mr_shm_server_get_stats(d->srv, &ss);
-	mr_ctx_get_stats(d->ctx, &cs);
-	nqp = mr_backend_qp_stats_sum(d->be, &q);
+	/* Per-shard lines come first: scripts take the last lines of a dump (lib.sh). */
+	for (i = 0; v->n > 1 && i < v->n; i++) {
+		const struct mr_daemon *d = v->shards[i];
+		const struct mr_shard_snap *sn = &d->snap;
+
+		fprintf(f, "%s: shard %u lcore=%u qps=%u sessions=%u rx_roce=%" PRIu64
+			" tx_roce=%" PRIu64 " dispatched=%" PRIu64 " ring_rx=%" PRIu64
+			" ring_tx=%" PRIu64 " ring_full=%" PRIu64 " iterations=%" PRIu64
+			" idle_sleeps=%" PRIu64 " stalls=%" PRIu64 "\n", tag, d->shard_id, d->lcore,
+			sn->nqp, sn->nsessions, sn->st.rx_roce, sn->st.tx_roce,
+			sn->st.rx_dispatched, sn->st.ring_rx, sn->st.ring_tx, sn->st.ring_full,
+			sn->st.iterations, sn->st.idle_sleeps, sn->st.stalls);
+	}
 	for (i = 1; i < MR_PARSE_NR_RESULTS; i++)
 		drops += e->parse_drop[i];
 
@@ -49,7 +176,7 @@ void mr_stats_print(struct mr_daemon *d, FILE *f, bool final)
 		e->iterations, e->idle_sleeps, e->rx_frames, e->rx_roce, e->rx_neigh,
 		e->rx_not_for_us, e->rx_own_echo, e->rx_too_long, drops, e->tx_frames, e->tx_neigh,
 		e->tx_loopback, e->tx_nombuf, e->tx_build_err, e->held, e->held_sent,
-		e->held_dropped, d->nheld, e->timer_runs, e->stalls, e->max_gap_ns / 1000,
+		e->held_dropped, v->nheld, e->timer_runs, e->stalls, e->max_gap_ns / 1000,
 		e->max_work_ns / 1000);
 	fprintf(f, "%s: parse_drops", tag);
 	for (i = 1; i < MR_PARSE_NR_RESULTS; i++)
@@ -76,16 +203,14 @@ void mr_stats_print(struct mr_daemon *d, FILE *f, bool final)
 	fprintf(f, "%s: shm sessions=%u opened=%" PRIu64 " closed=%" PRIu64 " ctl=%" PRIu64
 		" ctl_errors=%" PRIu64 " send_wrs=%" PRIu64 " recv_wrs=%" PRIu64
 		" wr_rejected=%" PRIu64 " cqes=%" PRIu64 " ring_corrupt=%" PRIu64 " pcap_dropped=%"
-		PRIu64 "\n", tag, mr_shm_server_nsessions(d->srv), ss.sessions_opened,
+		PRIu64 "\n", tag, v->nsessions, ss.sessions_opened,
 		ss.sessions_closed, ss.ctl_requests, ss.ctl_errors, ss.send_wrs, ss.recv_wrs,
-		ss.wr_rejected, ss.cqes, ss.ring_corrupt,
-		d->pcap != NULL ? mr_pcap_writer_dropped(d->pcap) : 0);
+		ss.wr_rejected, ss.cqes, ss.ring_corrupt, io->pcap_dropped);
 	for (i = 0; i < MR_IMPAIR_NR_DIRS; i++) {
-		struct mr_impair_stats is;
+		const struct mr_impair_stats is = io->is[i];
 
-		if (d->imp[i] == NULL)
+		if (!io->imp_on[i])
 			continue;
-		mr_impair_get_stats(d->imp[i], (enum mr_impair_dir)i, &is);
 		fprintf(f, "%s: impair_%s frames=%" PRIu64 " delivered=%" PRIu64
 			" dropped_random=%" PRIu64 " dropped_burst=%" PRIu64
 			" dropped_entropy=%" PRIu64 " dropped_qfull=%" PRIu64 " delayed=%" PRIu64
@@ -95,8 +220,7 @@ void mr_stats_print(struct mr_daemon *d, FILE *f, bool final)
 			is.dropped[MR_IMPAIR_DROP_RANDOM], is.dropped[MR_IMPAIR_DROP_BURST],
 			is.dropped[MR_IMPAIR_DROP_ENTROPY], is.dropped[MR_IMPAIR_DROP_QFULL],
 			is.delayed, is.reordered, is.duplicated, is.corrupted, is.ce_marked,
-			i == MR_IMPAIR_RX ? e->imp_rx_late : e->imp_tx_late,
-			mr_impair_queued(d->imp[i], (enum mr_impair_dir)i));
+			i == MR_IMPAIR_RX ? e->imp_rx_late : e->imp_tx_late, io->imp_queued[i]);
 	}
 	fflush(f);
 }

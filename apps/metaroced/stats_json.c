@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
  * metaroced statistics as JSON (--stats-json FILE; written on SIGUSR1 and at exit): port
  * counters, engine counters, parse drops by reason, RC transport counters summed and per live
- * QP, neighbour and shm server counters, impairment counters per direction. Scripts (the demo,
+ * QP, neighbour and shm server counters, impairment counters per direction, and one entry per
+ * engine shard (the totals above are the sums over shards). Scripts (the demo,
  * loss sweeps) read it as they would `rdma stat` or `ethtool -S`. The file is replaced
  * atomically (written to FILE.tmp, then renamed), so a reader never sees half a document.
  */
@@ -52,30 +53,26 @@ static void qp_counters(struct mr_json *j, const struct mr_qp_stats *s)
 	}
 }
 
-static void one_qp(void *arg, const struct mr_qp *qp)
+static void one_qp(struct mr_json *j, const struct mr_qp_snap *q)
 {
-	struct mr_json *j = arg;
-	struct mr_qp_stats s;
-	enum mr_qp_state st = mr_qp_state(qp);
+	enum mr_qp_state st = q->state;
 
-	if (mr_qp_get_stats(qp, &s) < 0)
-		return;
 	mr_json_obj_begin(j, NULL);
-	mr_json_u64(j, "qpn", mr_qp_num(qp));
+	mr_json_u64(j, "qpn", q->qpn);
 	mr_json_str(j, "state", (unsigned int)st < sizeof(qp_state_names) / sizeof(qp_state_names[0])
 		    && qp_state_names[st] != NULL ? qp_state_names[st] : "?");
-	qp_counters(j, &s);
+	qp_counters(j, &q->s);
 	mr_json_obj_end(j);
 }
 
-static void port_engine(struct mr_json *j, struct mr_daemon *d)
+static void port_engine(struct mr_json *j, const struct mr_stats_view *v)
 {
-	const struct mr_engine_stats *e = &d->st;
-	struct mr_dpdk_port_stats ps = {0};
+	const struct mr_shard_snap *io = &v->shards[0]->snap;
+	const struct mr_engine_stats *e = &v->st;
+	const struct mr_dpdk_port_stats ps = io->ps;
 	unsigned int i;
 	uint64_t drops = 0;
 
-	mr_dpdk_port_stats_get(d->port, &ps);
 	mr_json_obj_begin(j, "port");
 	mr_json_u64(j, "ipackets", ps.ipackets);
 	mr_json_u64(j, "opackets", ps.opackets);
@@ -108,12 +105,16 @@ static void port_engine(struct mr_json *j, struct mr_daemon *d)
 	mr_json_u64(j, "held", e->held);
 	mr_json_u64(j, "held_sent", e->held_sent);
 	mr_json_u64(j, "held_dropped", e->held_dropped);
-	mr_json_u64(j, "holding", d->nheld);
+	mr_json_u64(j, "holding", v->nheld);
 	mr_json_u64(j, "timer_runs", e->timer_runs);
 	mr_json_u64(j, "stalls", e->stalls);
 	mr_json_u64(j, "max_gap_ns", e->max_gap_ns);
 	mr_json_u64(j, "max_work_ns", e->max_work_ns);
-	mr_json_u64(j, "pcap_dropped", d->pcap != NULL ? mr_pcap_writer_dropped(d->pcap) : 0);
+	mr_json_u64(j, "pcap_dropped", io->pcap_dropped);
+	/* QP sharding (sums over shards; per shard in "shards") */
+	mr_json_u64(j, "tx_roce", e->tx_roce);
+	mr_json_u64(j, "rx_dispatched", e->rx_dispatched);
+	mr_json_u64(j, "ring_full", e->ring_full);
 	mr_json_obj_end(j);
 
 	/* Every reason, zeros included, so readers need no defaults. */
@@ -126,32 +127,75 @@ static void port_engine(struct mr_json *j, struct mr_daemon *d)
 	mr_json_obj_end(j);
 }
 
-static void transport(struct mr_json *j, struct mr_daemon *d)
+static void transport(struct mr_json *j, const struct mr_stats_view *v)
 {
-	struct mr_qp_stats sum;
-	struct mr_ctx_stats cs;
-	unsigned int nqp;
+	unsigned int i, k;
 
-	mr_ctx_get_stats(d->ctx, &cs);
-	nqp = mr_backend_qp_stats_sum(d->be, &sum);
 	mr_json_obj_begin(j, "transport");
-	mr_json_u64(j, "qps", nqp);
-	mr_json_u64(j, "ctx_rx_unknown_qp", cs.rx_unknown_qp);
-	mr_json_u64(j, "ctx_rx_dropped", cs.rx_dropped);
+	mr_json_u64(j, "qps", v->nqp);
+	mr_json_u64(j, "ctx_rx_unknown_qp", v->cs.rx_unknown_qp);
+	mr_json_u64(j, "ctx_rx_dropped", v->cs.rx_dropped);
 	/* Destroyed QPs included: totals never go back. */
 	mr_json_obj_begin(j, "sum");
-	qp_counters(j, &sum);
+	qp_counters(j, &v->qsum);
 	mr_json_obj_end(j);
 	mr_json_arr_begin(j, "per_qp");
-	mr_backend_qp_foreach(d->be, one_qp, j);
+	for (i = 0; i < v->n; i++)
+		for (k = 0; k < v->shards[i]->snap.nqps; k++)
+			one_qp(j, &v->shards[i]->snap.qps[k]);
 	mr_json_arr_end(j);
 	mr_json_obj_end(j);
 }
 
-static void neigh_shm(struct mr_json *j, struct mr_daemon *d)
+/* One entry per engine shard: shard and lcore ids, live QPs and sessions, RoCE frames into
+ * (rx) and out of (tx) its transport, frames it got from the I/O shard's dispatch. */
+static void shards(struct mr_json *j, const struct mr_stats_view *v)
 {
-	const struct mr_neigh_stats *ns = mr_neigh_stats(d->neigh);
-	struct mr_shm_server_stats ss;
+	unsigned int i;
+
+	mr_json_arr_begin(j, "shards");
+	for (i = 0; i < v->n; i++) {
+		const struct mr_daemon *d = v->shards[i];
+		const struct mr_shard_snap *sn = &d->snap;
+		uint64_t drops = 0;
+		unsigned int k;
+
+		for (k = 1; k < MR_PARSE_NR_RESULTS; k++)
+			drops += sn->st.parse_drop[k];
+		mr_json_obj_begin(j, NULL);
+		mr_json_u64(j, "shard", d->shard_id);
+		mr_json_u64(j, "lcore", d->lcore);
+		mr_json_u64(j, "qps", sn->nqp);
+		mr_json_u64(j, "qps_created", sn->qps_created);
+		mr_json_u64(j, "sessions", sn->nsessions);
+		mr_json_u64(j, "rx", sn->st.rx_roce);
+		mr_json_u64(j, "tx", sn->st.tx_roce);
+		mr_json_u64(j, "dispatched", d->shard_id == 0 ? sn->st.rx_dispatched :
+			    sn->st.ring_rx);
+		mr_json_u64(j, "ring_rx", sn->st.ring_rx);
+		mr_json_u64(j, "ring_tx", sn->st.ring_tx);
+		mr_json_u64(j, "ring_full", sn->st.ring_full);
+		mr_json_u64(j, "ring_copy", sn->st.ring_copy);
+		mr_json_u64(j, "rx_backpressure", sn->st.rx_backpressure);
+		mr_json_u64(j, "parse_drops", drops);
+		mr_json_u64(j, "rx_not_for_us", sn->st.rx_not_for_us);
+		mr_json_u64(j, "tx_loopback", sn->st.tx_loopback);
+		mr_json_u64(j, "sessions_opened", sn->ss.sessions_opened);
+		mr_json_u64(j, "tx_pkts", sn->qsum.tx_pkts);
+		mr_json_u64(j, "rx_pkts", sn->qsum.rx_pkts);
+		mr_json_u64(j, "retransmits", sn->qsum.retransmits);
+		mr_json_u64(j, "iterations", sn->st.iterations);
+		mr_json_u64(j, "idle_sleeps", sn->st.idle_sleeps);
+		mr_json_u64(j, "stalls", sn->st.stalls);
+		mr_json_obj_end(j);
+	}
+	mr_json_arr_end(j);
+}
+
+static void neigh_shm(struct mr_json *j, const struct mr_stats_view *v)
+{
+	const struct mr_neigh_stats *ns = &v->shards[0]->snap.ns;
+	const struct mr_shm_server_stats ss = v->ss;
 
 	mr_json_obj_begin(j, "neigh");
 	mr_json_u64(j, "arp_rx", ns->arp_rx);
@@ -166,9 +210,8 @@ static void neigh_shm(struct mr_json *j, struct mr_daemon *d)
 	mr_json_u64(j, "malformed", ns->arp_malformed + ns->nd_malformed);
 	mr_json_obj_end(j);
 
-	mr_shm_server_get_stats(d->srv, &ss);
 	mr_json_obj_begin(j, "shm");
-	mr_json_u64(j, "sessions", mr_shm_server_nsessions(d->srv));
+	mr_json_u64(j, "sessions", v->nsessions);
 	mr_json_u64(j, "sessions_opened", ss.sessions_opened);
 	mr_json_u64(j, "sessions_closed", ss.sessions_closed);
 	mr_json_u64(j, "ctl_requests", ss.ctl_requests);
@@ -181,8 +224,10 @@ static void neigh_shm(struct mr_json *j, struct mr_daemon *d)
 	mr_json_obj_end(j);
 }
 
-static void impair(struct mr_json *j, struct mr_daemon *d)
+static void impair(struct mr_json *j, const struct mr_stats_view *v)
 {
+	const struct mr_daemon *d = v->shards[0];
+	const struct mr_shard_snap *io = &d->snap;
 	static const char *const drop_names[MR_IMPAIR_NR_DROP] = {
 		[MR_IMPAIR_DROP_RANDOM] = "random", [MR_IMPAIR_DROP_BURST] = "burst",
 		[MR_IMPAIR_DROP_ENTROPY] = "entropy", [MR_IMPAIR_DROP_QFULL] = "queue_full",
@@ -191,14 +236,12 @@ static void impair(struct mr_json *j, struct mr_daemon *d)
 
 	mr_json_obj_begin(j, "impair");
 	for (dir = 0; dir < MR_IMPAIR_NR_DIRS; dir++) {
-		struct mr_impair_stats is = {0};
+		const struct mr_impair_stats is = io->is[dir];
 		uint64_t total = 0;
 
 		mr_json_obj_begin(j, dir == MR_IMPAIR_RX ? "rx" : "tx");
-		mr_json_bool(j, "enabled", d->imp[dir] != NULL);
-		mr_json_str(j, "spec", d->imp[dir] != NULL ? d->cfg.impair_spec[dir] : NULL);
-		if (d->imp[dir] != NULL)
-			mr_impair_get_stats(d->imp[dir], (enum mr_impair_dir)dir, &is);
+		mr_json_bool(j, "enabled", io->imp_on[dir]);
+		mr_json_str(j, "spec", io->imp_on[dir] ? d->cfg.impair_spec[dir] : NULL);
 		mr_json_u64(j, "seed", d->cfg.impair[dir].seed);
 		mr_json_u64(j, "frames", is.frames);
 		mr_json_u64(j, "bytes", is.bytes);
@@ -219,24 +262,23 @@ static void impair(struct mr_json *j, struct mr_daemon *d)
 		mr_json_u64(j, "burst_entries", is.burst_entries);
 		mr_json_u64(j, "ecn_queue_peak", is.ecn_queue_peak);
 		mr_json_u64(j, "malformed", is.malformed);
-		mr_json_u64(j, "late", dir == MR_IMPAIR_RX ? d->st.imp_rx_late : d->st.imp_tx_late);
-		mr_json_u64(j, "queued", d->imp[dir] != NULL ?
-			    mr_impair_queued(d->imp[dir], (enum mr_impair_dir)dir) : 0);
+		mr_json_u64(j, "late", dir == MR_IMPAIR_RX ? v->st.imp_rx_late : v->st.imp_tx_late);
+		mr_json_u64(j, "queued", io->imp_queued[dir]);
 		mr_json_obj_end(j);
 	}
-	mr_json_u64(j, "late_tx_nombuf", d->st.imp_tx_nombuf);
-	mr_json_u64(j, "errors", d->st.imp_errors);
+	mr_json_u64(j, "late_tx_nombuf", v->st.imp_tx_nombuf);
+	mr_json_u64(j, "errors", v->st.imp_errors);
 	mr_json_obj_end(j);
 }
 
-int mr_stats_json_write(struct mr_daemon *d, const char *path, bool final)
+int mr_stats_json_write(const struct mr_stats_view *v, const char *path, bool final)
 {
 	char tmp[4096];
 	struct mr_json j;
 	FILE *f;
 	int rc;
 
-	if (d == NULL || path == NULL)
+	if (v == NULL || v->n == 0 || path == NULL)
 		return -EINVAL;
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
 		return -ENAMETOOLONG;
@@ -249,10 +291,12 @@ int mr_stats_json_write(struct mr_daemon *d, const char *path, bool final)
 	mr_json_u64(&j, "pid", (uint64_t)getpid());
 	mr_json_bool(&j, "final", final);
 	mr_json_u64(&j, "time_ns", mr_now_ns());
-	port_engine(&j, d);
-	transport(&j, d);
-	neigh_shm(&j, d);
-	impair(&j, d);
+	port_engine(&j, v);
+	transport(&j, v);
+	neigh_shm(&j, v);
+	impair(&j, v);
+	mr_json_u64(&j, "nshards", v->n);
+	shards(&j, v);
 	mr_json_obj_end(&j);
 	rc = mr_json_finish(&j);
 	if (fclose(f) != 0 && rc == 0)

@@ -2,6 +2,7 @@
  * shm server: listening socket, sessions, the poll entry points.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -57,16 +58,11 @@ fail:
 	}
 }
 
-struct mr_shm_server *mr_shm_server_create(const struct mr_shm_server_params *p)
+/* The server without its listening socket (lsock -1); NULL + errno. */
+static struct mr_shm_server *server_alloc(const struct mr_shm_server_params *p)
 {
 	struct mr_shm_server *srv;
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
-	int rc;
 
-	if (p == NULL || p->sock_path == NULL || p->ops == NULL || p->sock_path[0] == '\0') {
-		errno = EINVAL;
-		return NULL;
-	}
 	if (p->ops->alloc_pd == NULL || p->ops->create_cq == NULL || p->ops->create_qp == NULL ||
 	    p->ops->post_send == NULL || p->ops->post_recv == NULL || p->ops->poll_cq == NULL) {
 		errno = EINVAL;
@@ -75,6 +71,7 @@ struct mr_shm_server *mr_shm_server_create(const struct mr_shm_server_params *p)
 	srv = calloc(1, sizeof(*srv));
 	if (srv == NULL)
 		return NULL;
+	srv->lsock = -1;
 	srv->ops = p->ops;
 	srv->be = p->backend;
 	srv->max_sessions = p->max_sessions ? p->max_sessions : 64;
@@ -86,9 +83,37 @@ struct mr_shm_server *mr_shm_server_create(const struct mr_shm_server_params *p)
 	srv->next_id = 1;
 	srv->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (srv->epfd < 0) {
-		rc = -errno;
-		goto fail;
+		int e = errno;
+
+		free(srv);
+		errno = e;
+		return NULL;
 	}
+	return srv;
+}
+
+struct mr_shm_server *mr_shm_server_create_unbound(const struct mr_shm_server_params *p)
+{
+	if (p == NULL || p->ops == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return server_alloc(p);
+}
+
+struct mr_shm_server *mr_shm_server_create(const struct mr_shm_server_params *p)
+{
+	struct mr_shm_server *srv;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	int rc;
+
+	if (p == NULL || p->sock_path == NULL || p->ops == NULL || p->sock_path[0] == '\0') {
+		errno = EINVAL;
+		return NULL;
+	}
+	srv = server_alloc(p);
+	if (srv == NULL)
+		return NULL;
 	srv->lsock = bind_path(srv, p->sock_path, p->sock_mode ? p->sock_mode : 0660);
 	if (srv->lsock < 0) {
 		rc = srv->lsock;
@@ -134,48 +159,104 @@ void mr_shm_server_destroy(struct mr_shm_server *srv)
 		return;
 	while (srv->sessions != NULL)
 		session_close(srv, srv->sessions);
-	close(srv->lsock);
-	unlink(srv->addr.sun_path);
+	if (srv->lsock >= 0) {
+		close(srv->lsock);
+		unlink(srv->addr.sun_path);
+	}
 	close(srv->epfd);
 	free(srv);
+}
+
+/* Makes fd (a connected, non-blocking socket) a session; closes it on failure. */
+static int session_add(struct mr_shm_server *srv, int fd)
+{
+	struct mr_shm_session *s;
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
+
+	if (srv->nsessions >= srv->max_sessions) {
+		close(fd); /* the app sees ECONNRESET/EOF at HELLO */
+		return -EBUSY;
+	}
+	s = calloc(1, sizeof(*s));
+	/* Salt: handle values differ between sessions (see shm_handle.h). */
+	if (s == NULL || mr_shm_htab_init(&s->h, srv->max_objects,
+					  (uint16_t)(srv->next_id * 0x6b43u + 0x2f1)) < 0) {
+		free(s);
+		close(fd);
+		return -ENOMEM;
+	}
+	s->sock = fd;
+	s->id = srv->next_id++;
+	s->srv = srv;
+	ev.data.ptr = s;
+	if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		int e = errno;
+
+		mr_shm_htab_fini(&s->h);
+		free(s);
+		close(fd);
+		return -e;
+	}
+	s->next = srv->sessions;
+	srv->sessions = s;
+	srv->nsessions++;
+	srv->st.sessions_opened++;
+	return 0;
 }
 
 static void accept_all(struct mr_shm_server *srv)
 {
 	for (;;) {
-		struct mr_shm_session *s;
-		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
 		int fd = accept4(srv->lsock, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0)
 			return;
-		if (srv->nsessions >= srv->max_sessions) {
-			close(fd); /* the app sees ECONNRESET/EOF at HELLO */
-			continue;
-		}
-		s = calloc(1, sizeof(*s));
-		/* Salt: handle values differ between sessions (see shm_handle.h). */
-		if (s == NULL || mr_shm_htab_init(&s->h, srv->max_objects,
-						  (uint16_t)(srv->next_id * 0x6b43u + 0x2f1)) < 0) {
-			free(s);
-			close(fd);
-			continue;
-		}
-		s->sock = fd;
-		s->id = srv->next_id++;
-		s->srv = srv;
-		ev.data.ptr = s;
-		if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-			mr_shm_htab_fini(&s->h);
-			free(s);
-			close(fd);
-			continue;
-		}
-		s->next = srv->sessions;
-		srv->sessions = s;
-		srv->nsessions++;
-		srv->st.sessions_opened++;
+		(void)session_add(srv, fd);
 	}
+}
+
+int mr_shm_server_adopt(struct mr_shm_server *srv, int fd)
+{
+	int fl;
+
+	if (fd < 0)
+		return -EINVAL;
+	if (srv == NULL) {
+		close(fd);
+		return -EINVAL;
+	}
+	/* The session socket is read with MSG_DONTWAIT, but replies must not block the engine
+	 * either: whatever the accepting side did, the fd is made non-blocking here. */
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	return session_add(srv, fd);
+}
+
+int mr_shm_listen(const char *path, uint32_t mode)
+{
+	struct mr_shm_server tmp;
+
+	if (path == NULL || path[0] == '\0')
+		return -EINVAL;
+	memset(&tmp, 0, sizeof(tmp));
+	return bind_path(&tmp, path, mode ? mode : 0660);
+}
+
+int mr_shm_accept(int lsock)
+{
+	int fd;
+
+	if (lsock < 0)
+		return -EINVAL;
+	fd = accept4(lsock, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0)
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	return fd;
 }
 
 /* Returns the number of messages handled, or -1 when the session must be closed. */

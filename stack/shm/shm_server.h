@@ -107,4 +107,26 @@ int mr_shm_server_fd(const struct mr_shm_server *srv);
 unsigned int mr_shm_server_nsessions(const struct mr_shm_server *srv);
 void mr_shm_server_get_stats(const struct mr_shm_server *srv, struct mr_shm_server_stats *st);
 
+/* ---- sharded hosts: one listening socket, one server per engine thread ----
+ * The thread that owns the socket accepts connections (mr_shm_accept) and hands each fd to the
+ * engine thread chosen for that session, which adopts it into its own server: from then on
+ * that thread alone serves the session (no locks, as above). */
+
+/* Bind and listen on a filesystem UNIX socket as mr_shm_server_create() does (a stale socket
+ * file is replaced, a live server's is never stolen; mode 0 = 0660). Returns the non-blocking
+ * listening fd, or -EINVAL, -ENAMETOOLONG, -EADDRINUSE, ... The caller closes it and unlinks
+ * the path. */
+int mr_shm_listen(const char *path, uint32_t mode);
+/* Accept one pending connection: the connected fd (non-blocking, close-on-exec), -EAGAIN when
+ * none is waiting, or another negative errno. */
+int mr_shm_accept(int lsock);
+/* A server without a listening socket (p->sock_path is ignored): sessions only come from
+ * mr_shm_server_adopt(). mr_shm_server_fd() still reports its sessions' readiness.
+ * NULL + errno (EINVAL bad params, ENOMEM). */
+struct mr_shm_server *mr_shm_server_create_unbound(const struct mr_shm_server_params *p);
+/* Make a connected session socket (from mr_shm_accept) a session of srv, exactly as if srv had
+ * accepted it. The fd is consumed in every case (closed on error). 0, or -EINVAL, -EBUSY
+ * (max_sessions reached: the app sees EOF at HELLO), -ENOMEM. */
+int mr_shm_server_adopt(struct mr_shm_server *srv, int fd);
+
 #endif
