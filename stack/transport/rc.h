@@ -182,6 +182,8 @@ int mr_qp_get_stats(const struct mr_qp *qp, struct mr_qp_stats *st);
 struct mr_ctx_stats {
 	uint64_t rx_unknown_qp;
 	uint64_t rx_dropped;
+	uint64_t rx_bad_pkey;    /* BTH P_Key outside our (default) partition: dropped */
+	uint64_t rx_bad_source;  /* connected QP, packet from another address: dropped */
 };
 void mr_ctx_get_stats(const struct mr_ctx *ctx, struct mr_ctx_stats *st);
 

@@ -142,6 +142,24 @@ void mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
 		ctx->stats.rx_unknown_qp++;
 		return;
 	}
+	/* Header validation before any transport processing (IBA 9.6): the BTH P_Key must be a
+	 * member of the QP's partition (10.9: equal low 15 bits; every QP here is in the default
+	 * partition 0xFFFF as a full member, so limited-member 0x7FFF matches too). */
+	if ((pkt->hdr.pkey & 0x7fff) != 0x7fff) {
+		ctx->stats.rx_bad_pkey++;
+		qp->stats.dropped++;
+		return;
+	}
+	/* A connected QP takes packets only from its peer's address (IBA 9.6: the source of an
+	 * RC packet must be the QP's remote endpoint; rxe drops a network address mismatch the
+	 * same way). Only packets parsed from a frame carry a source (pkt->frame), not the
+	 * in-memory ones of the transport unit tests. */
+	if (pkt->frame != NULL && qp->state != MR_QPS_RESET && qp->state != MR_QPS_INIT &&
+	    memcmp(pkt->sgid, qp->attr.path.dgid, sizeof(pkt->sgid)) != 0) {
+		ctx->stats.rx_bad_source++;
+		qp->stats.dropped++;
+		return;
+	}
 	op = pkt->hdr.opcode;
 	if (op == MR_OP_CNP) { /* A17.9.3: congestion notification for our requests */
 		qp->stats.rx_pkts++;

@@ -379,6 +379,7 @@ static void test_negotiation(void **state)
 
 	/* A MetaRoCE WRITE to the plain RC QP of side B: counted and dropped. */
 	memset(&h, 0, sizeof(h));
+	h.pkey = 0xffff;
 	h.opcode = MR_OP_MRC_WRITE_ONLY;
 	h.dqpn = mr_qp_num(w->s[1].qp);
 	h.psn = 100;

@@ -188,6 +188,7 @@ static void test_invalid_requests(void **state)
 	tw_default_cfg(&c);
 	w = tw_create(&c);
 	memset(&h, 0, sizeof(h));
+	h.pkey = 0xffff; /* default partition (IBA 10.9) */
 	h.opcode = MR_OP_RC_SEND_ONLY;
 	h.dqpn = 999; /* unknown */
 	h.psn = 100;
@@ -217,6 +218,7 @@ static void test_invalid_requests(void **state)
 						     MR_ACCESS_REMOTE_ATOMIC);
 
 		memset(&h, 0, sizeof(h));
+		h.pkey = 0xffff; /* default partition (IBA 10.9) */
 		h.dqpn = mr_qp_num(w->s[1].qp);
 		h.psn = 100;
 		h.opcode = MR_OP_RC_FETCH_ADD;
@@ -233,6 +235,7 @@ static void test_invalid_requests(void **state)
 
 	w = tw_create(&c);
 	memset(&h, 0, sizeof(h));
+	h.pkey = 0xffff; /* default partition (IBA 10.9) */
 	h.dqpn = mr_qp_num(w->s[1].qp);
 	h.psn = 100;
 	h.opcode = MR_OP_RC_SEND_FIRST; /* a FIRST shorter than the MTU is malformed */
@@ -249,6 +252,67 @@ static void test_invalid_requests(void **state)
 	tw_destroy(w);
 }
 
+/* Header validation before the transport (IBA 9.6): a P_Key outside the default partition and,
+ * for a packet parsed from a frame, a source address other than the connected peer's are counted
+ * and dropped without touching memory or answering; a limited-member P_Key (0x7FFF) from the
+ * peer's address is accepted (IBA 10.9). */
+static void test_header_checks(void **state)
+{
+	static uint8_t dst[64], pay[64];
+	static const uint8_t dummy_frame[1];
+	struct tw_cfg c;
+	struct tw *w;
+	struct mr_memreg *m;
+	struct mr_pkt pkt;
+	struct mr_ctx_stats cs;
+	struct mr_tx_pkt tx;
+	struct mr_qp_attr qa;
+
+	(void)state;
+	tw_default_cfg(&c);
+	w = tw_create(&c);
+	memset(dst, 0, sizeof(dst));
+	memset(pay, 0xa5, sizeof(pay));
+	m = tw_reg(w, 1, dst, sizeof(dst), MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE);
+	assert_int_equal(mr_qp_query(w->s[1].qp, &qa), 0);
+	memset(&pkt, 0, sizeof(pkt));
+	pkt.hdr.opcode = MR_OP_RC_WRITE_ONLY;
+	pkt.hdr.dqpn = mr_qp_num(w->s[1].qp);
+	pkt.hdr.psn = 100;
+	pkt.hdr.ackreq = true;
+	pkt.hdr.reth.va = (uint64_t)(uintptr_t)dst;
+	pkt.hdr.reth.rkey = mr_memreg_rkey(m);
+	pkt.hdr.reth.dlen = sizeof(pay);
+	pkt.payload = pay;
+	pkt.paylen = sizeof(pay);
+
+	pkt.hdr.pkey = 0x8001; /* another partition */
+	mr_ctx_rx(w->s[1].ctx, &pkt, 0);
+	pkt.hdr.pkey = 0x7fff;
+	pkt.frame = dummy_frame;
+	pkt.frame_len = sizeof(dummy_frame);
+	memcpy(pkt.sgid, qa.path.dgid, 16);
+	pkt.sgid[15] ^= 1; /* not the peer */
+	mr_ctx_rx(w->s[1].ctx, &pkt, 0);
+	mr_ctx_get_stats(w->s[1].ctx, &cs);
+	assert_int_equal(cs.rx_bad_pkey, 1);
+	assert_int_equal(cs.rx_bad_source, 1);
+	assert_int_equal(tw_stats(w, 1).dropped, 2);
+	assert_int_equal(mr_ctx_tx(w->s[1].ctx, 0, &tx), 0);
+	for (size_t i = 0; i < sizeof(dst); i++)
+		assert_int_equal(dst[i], 0);
+
+	pkt.sgid[15] ^= 1; /* the peer, limited-member P_Key */
+	mr_ctx_rx(w->s[1].ctx, &pkt, 0);
+	assert_memory_equal(dst, pay, sizeof(pay));
+	assert_int_equal(mr_ctx_tx(w->s[1].ctx, 0, &tx), 1);
+	assert_int_equal(tx.hdr.opcode, MR_OP_RC_ACK);
+	assert_int_equal(tx.hdr.psn, 100);
+	mr_ctx_get_stats(w->s[1].ctx, &cs);
+	assert_int_equal(cs.rx_bad_pkey + cs.rx_bad_source, 2);
+	tw_destroy(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -259,6 +323,7 @@ int main(void)
 		cmocka_unit_test(test_zero_length_write),
 		cmocka_unit_test(test_send_too_long),
 		cmocka_unit_test(test_invalid_requests),
+		cmocka_unit_test(test_header_checks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
