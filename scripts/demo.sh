@@ -5,12 +5,13 @@
 #   2. two network namespaces joined by a veth pair (198.18.0.0/15, not configured in the kernel),
 #      one metaroced per namespace on DPDK's net_af_packet, capturing every frame;
 #   3. mrperf write_bw, send_bw, read_bw, write_lat, send_lat, read_lat, all with --verify;
-#   4. RDMA WRITE bandwidth again with 1% loss injected inside both daemons (--impair-tx),
-#      recovered by RC's go-back-N (IBA 9.7.5.1.3);
+#   4. RDMA WRITE and SEND bandwidth again with 1% loss injected inside both daemons
+#      (--impair-tx): plain RoCE recovered by RC's go-back-N (IBA 9.7.5.1.3), then the same with
+#      MetaRoCE negotiated (mrperf --metaroce: spraying, SACK, selective retransmission);
 #   5. a report table (operation, size, bandwidth/latency, bytes verified, corrupted bytes,
 #      retransmits/timeouts/NAKs from the daemons' --stats-json dumps, frames captured), then
 #      `mrpcap check` and the independent scapy checker (scripts/roce_check.py) on the captures,
-#      with per-opcode counts showing WRITE, SEND and READ traffic;
+#      with per-opcode counts showing WRITE, SEND and READ traffic (and MetaRoCE's under loss);
 #   6. the simulator: go-back-N vs loss at a modelled 100 Gb/s.
 # Everything is torn down by a trap, also on failure (only the PIDs and namespaces it created).
 # Exit 0 on success; otherwise non-zero with "demo: FAIL at step: ..." naming the step.
@@ -221,13 +222,16 @@ run_perf clean read_lat read_lat -s 64 -n 300
 step="stop daemons"
 stop_daemons
 
-echo "-- RDMA WRITE and SEND with 1% loss injected in both daemons (seeded), go-back-N recovery --"
+echo "-- RDMA WRITE and SEND with 1% loss injected in both daemons (seeded): RoCE go-back-N, then MetaRoCE --"
 step="start daemons with impairment"
 start_daemons loss --impair-tx "loss=0.01,seed=7"
 snapshot loss loss-start
-run_perf loss write_bw "write_bw@1%loss" -s 65536 -n 64
+run_perf loss write_bw "write_bw@1%loss" -s 65536 -n 256
 # SEND checks every byte of every message (a WRITE test checks the final buffer, as perftest).
-run_perf loss send_bw "send_bw@1%loss" -s 65536 -n 64
+run_perf loss send_bw "send_bw@1%loss" -s 65536 -n 256
+# The same over MetaRoCE (both ends offer it in the setup exchange; docs/metaroce-wire.md).
+run_perf loss write_bw "mrc_write@1%loss" -s 65536 -n 256 --metaroce
+run_perf loss send_bw "mrc_send@1%loss" -s 65536 -n 256 --metaroce
 step="stop impaired daemons"
 stop_daemons
 
@@ -301,6 +305,18 @@ for n in "ab":
     print("daemon %s impairment (%s): %d frames offered, %d dropped (%.2f%%)"
           % (n.upper(), t["spec"], t["frames"], t["dropped"]["total"],
              100.0 * t["dropped"]["total"] / max(1, t["frames"])))
+gb = {row[0]: float(row[2].split()[0]) for row in rows if row[2].endswith("Gb/s")}
+for op in ("write", "send"):
+    a, b = gb.get("%s_bw@1%%loss" % op), gb.get("mrc_%s@1%%loss" % op)
+    if a and b:
+        print("1%% loss, %s: MetaRoCE %.3f Gb/s vs RoCE go-back-N %.3f Gb/s = %.2fx"
+              % (op.upper(), b, a, b / a))
+for label in ("mrc_write@1%loss", "mrc_send@1%loss"):
+    txt = "".join(open(os.path.join(work, "%s-%s.log" % (label, s))).read()
+                  for s in ("client", "server"))
+    if "Transport: MetaRoCE" not in txt:
+        print("demo: %s did not negotiate MetaRoCE" % label)
+        sys.exit(1)
 if bad_total:
     print("demo: corrupted bytes or malformed frames seen: %d" % bad_total)
     sys.exit(1)
@@ -324,6 +340,12 @@ sed -n '/per-opcode counts/,/passed/p' "$work/clean-a.pcap.mrpcap.txt" | grep '^
 	sed 's/^/  /'
 for op in RC_RDMA_WRITE RC_SEND RC_RDMA_READ_REQUEST RC_RDMA_READ_RESPONSE RC_ACKNOWLEDGE; do
 	grep -q "^  $op" "$work/clean-a.pcap.mrpcap.txt" || die "no $op frames in the capture"
+done
+echo "per-opcode counts, daemon A's capture of the 1% loss runs (RoCE, then MetaRoCE 0xC0|op):"
+sed -n '/per-opcode counts/,/passed/p' "$work/loss-a.pcap.mrpcap.txt" | grep '^  ' |
+	sed 's/^/  /'
+for op in MRC_RDMA_WRITE MRC_SEND MRC_ACKNOWLEDGE; do
+	grep -q "^  $op" "$work/loss-a.pcap.mrpcap.txt" || die "no $op frames in the loss capture"
 done
 step="roce_check.py (independent scapy checker)"
 echo "-- scripts/roce_check.py (scapy, independent ICRC computation; A's captures: on a veth"
