@@ -527,8 +527,11 @@ static void rc_resp_duplicate(struct mr_qp *qp, const struct mr_pkt *pkt)
 		qp->stats.dropped++; /* result no longer saved: the requester will time out */
 		return;
 	}
-	if (pkt->hdr.ackreq)
-		rc_resp_ack(qp, MR_AETH_ACK | MR_AETH_CREDIT_INVALID, pkt->hdr.psn);
+	/* C9-105 (as rxe): a duplicate SEND/WRITE is acknowledged again, AckReq or not, with the
+	 * most recent PSN received (ePSN - 1): the requester resent it because our ACKs were lost,
+	 * and every further ACK is a chance to stop its retry countdown. Back-to-back ACKs still
+	 * coalesce in the output ring (rc_resp_ack). */
+	rc_resp_ack(qp, MR_AETH_ACK | MR_AETH_CREDIT_INVALID, mr_psn_add(qp->resp.epsn, MR_PSN_MASK));
 }
 
 /* IBA 9.8.3 / 9.7.5.2.2: opcode must continue the message in progress (or start a new one),

@@ -152,6 +152,50 @@ static void test_ack_timeout(void **state)
 	tw_destroy(w);
 }
 
+/* The only ACK is lost and so is the resent LAST packet (the one with AckReq): the duplicates
+ * without AckReq are re-acknowledged with the most recent PSN (C9-105, as rxe), so one timeout
+ * recovers the whole message. */
+static void test_duplicates_reacked(void **state)
+{
+	struct tw_cfg c;
+	struct tw *w;
+	uint8_t src[600], dst[600];
+	struct mr_memreg *ms, *md;
+	struct mr_send_wr wr;
+	struct mr_wc wc;
+	uint32_t i;
+
+	(void)state;
+	tw_default_cfg(&c);
+	c.mtu = 256; /* 600 B = PSN 100..102 */
+	c.timeout = 10;
+	w = tw_create(&c);
+	tw_fill(src, sizeof(src), 9);
+	ms = tw_reg(w, 0, src, sizeof(src), 0);
+	md = tw_reg(w, 1, dst, sizeof(dst), MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE);
+	wr = tw_wr(1, MR_WR_RDMA_WRITE, src, 600, ms);
+	wr.rdma.remote_addr = (uint64_t)(uintptr_t)dst;
+	wr.rdma.rkey = mr_memreg_rkey(md);
+	tw_post_send(w, 0, &wr);
+	w->act[1][0] = TW_DROP; /* the ACK of 102 */
+	w->act[0][5] = TW_DROP; /* the resent WRITE LAST (PSN 102, AckReq) */
+	tw_pump(w, true, SEC);
+	tw_poll(w->s[0].scq, 1, &wc);
+	assert_int_equal(wc.status, MR_WC_SUCCESS);
+	assert_memory_equal(dst, src, 600);
+	assert_int_equal(tw_stats(w, 0).timeouts, 1);
+	assert_int_equal(w->sent[0], 6);
+	assert_false(w->log[0][3].ackreq);
+	assert_int_equal(tw_stats(w, 1).duplicate_requests, 2);
+	/* the first ACK after the loss acknowledges PSN 102 although 102 was not resent */
+	for (i = 1; i < w->sent[1]; i++)
+		if (w->log[1][i].opcode == MR_OP_RC_ACK)
+			break;
+	assert_true(i < w->sent[1]);
+	assert_int_equal(w->log[1][i].psn, 102);
+	tw_destroy(w);
+}
+
 /* A lost READ response: the READ is re-issued from the first missing PSN with address and
  * length advanced; the responder re-executes it as a duplicate. */
 static void test_read_reissue(void **state)
@@ -566,6 +610,7 @@ int main(void)
 		cmocka_unit_test(test_drop_middle_go_back_n),
 		cmocka_unit_test(test_psn_wrap_with_drop),
 		cmocka_unit_test(test_ack_timeout),
+		cmocka_unit_test(test_duplicates_reacked),
 		cmocka_unit_test(test_read_reissue),
 		cmocka_unit_test(test_duplicate_read),
 		cmocka_unit_test(test_duplicate_atomic),
