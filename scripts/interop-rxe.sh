@@ -5,10 +5,11 @@
 # Cells = tool x role x IB MTU x message size, plus one cell under 1% loss. Each cell runs a
 # server and a client with perftest's command lines, checks both exit statuses and both sides'
 # reported numbers (size, iterations, IB MTU, a positive figure), and prints one line. The
-# "DUT" (device under test) is the metaroce side; the "peer" is an rxe guest.
-# Until metaroce is plugged in (--metaroce BUILD), the DUT is a second rxe guest (198.18.1.11,
-# the peer is then 198.18.1.12) and every row is labelled "rxe<->rxe baseline". With
-# --metaroce only one guest boots: the peer 198.18.1.11.
+# "DUT" (device under test) is the metaroce side; the "peer" is an rxe guest (198.18.1.11).
+# By default the DUT is metaroced + mrperf/mrpingpong of this tree's build/ (built first, with
+# its Debian packages, if it is not there), or of --metaroce BUILD. With --baseline the DUT is a
+# second rxe guest instead (198.18.1.11; the peer is then 198.18.1.12) and every row is
+# labelled "rxe<->rxe baseline": the rig proving itself without metaroce.
 #
 # Usage: interop-rxe.sh [options]
 #   --tools LIST      comma list (default ib_write_bw,ib_send_bw,ib_read_bw,ib_atomic_bw,
@@ -26,9 +27,11 @@
 #   --loss-roles LIST roles of the loss cells (default dut-server,dut-client: ib_write_bw at
 #                     IB MTU 1024, 64 KiB, so both directions' go-back-N is exercised)
 #   --pcap-dir DIR    record each cell's traffic (RoCE v2, perftest TCP, ARP) to DIR/CELL.pcap
-#   --mrpcap PATH     check every recorded pcap with `mrpcap check` (needs --pcap-dir)
+#   --mrpcap PATH     check every recorded pcap with `mrpcap check` (needs --pcap-dir; default
+#                     with --pcap-dir: the DUT build's apps/mrpcap/mrpcap, when there is one)
 #   --metaroce BUILD  DUT = metaroced on mrx0 (198.18.1.1) + BUILD/apps/mrperf/mrperf and
-#                     BUILD/apps/mrpingpong/mrpingpong
+#                     BUILD/apps/mrpingpong/mrpingpong (default: ROOT/build)
+#   --baseline        rxe<->rxe: no metaroce at all
 #   --tag TAG         netns suffix (default ix$$)
 #   --logs DIR        keep every side's output there (default: a temp dir, removed on success)
 # Exit: 0 all cells passed, 1 a cell failed, 77 cannot run here (not root, no QEMU).
@@ -48,6 +51,7 @@ loss_roles=dut-server,dut-client
 pcap_dir=
 mrpcap=
 metaroce=
+baseline=0
 tag="ix$$"
 logs=
 while [ $# -gt 0 ]; do
@@ -64,14 +68,33 @@ while [ $# -gt 0 ]; do
 	--pcap-dir) pcap_dir=$2; shift ;;
 	--mrpcap) mrpcap=$2; shift ;;
 	--metaroce) metaroce=$2; shift ;;
+	--baseline) baseline=1 ;;
 	--tag) tag=$2; shift ;;
 	--logs) logs=$2; shift ;;
-	-h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,35p' "$0"; exit 0 ;;
 	*) echo "interop-rxe: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 	shift
 done
 why=$(mr_rxe_can_run) || { echo "interop-rxe: SKIP: $why"; exit 77; }
+if [ "$baseline" = 1 ]; then
+	[ -z "$metaroce" ] || { echo "interop-rxe: --baseline and --metaroce exclude each other" >&2; exit 2; }
+else
+	if [ -z "$metaroce" ]; then
+		root=$(cd "$here/.." && pwd)
+		metaroce=$root/build
+		if [ ! -x "$metaroce/apps/metaroced/metaroced" ] || [ ! -x "$metaroce/apps/mrperf/mrperf" ]; then
+			echo "interop-rxe: building metaroce in $metaroce"
+			(cd "$root" && . scripts/lib/deps.sh && mr_install_deps &&
+				{ [ -f build/build.ninja ] || meson setup build; } && ninja -C build) ||
+				{ echo "interop-rxe: cannot build metaroce" >&2; exit 1; }
+		fi
+	fi
+	metaroce=$(cd "$metaroce" && pwd)
+	if [ -n "$pcap_dir" ] && [ -z "$mrpcap" ] && [ -x "$metaroce/apps/mrpcap/mrpcap" ]; then
+		mrpcap=$metaroce/apps/mrpcap/mrpcap
+	fi
+fi
 [ -z "$mrpcap" ] || [ -x "$mrpcap" ] || { echo "interop-rxe: no executable $mrpcap" >&2; exit 2; }
 [ -z "$pcap_dir" ] || mkdir -p "$pcap_dir"
 keep_logs=1
