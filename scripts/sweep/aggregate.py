@@ -8,7 +8,7 @@ import sys
 
 LOSS_COLS = ["mode", "transport", "loss_model", "loss_rate", "goodput_gbps", "goodput_ratio",
              "retransmits", "sack_retransmits", "spurious_retransmits", "timeouts", "p50_us",
-             "p99_us", "verified", "fabric_paths", "entropies", "name"]
+             "p99_us", "verified", "fabric_paths", "entropies", "name", "test"]
 INCAST_COLS = ["mode", "transport", "cc", "incast", "goodput_gbps", "bottleneck_gbps",
                "goodput_of_bottleneck", "jain", "peak_queue_bytes", "queue_drops", "ce_marks",
                "timeouts", "retransmits", "p99_us", "verified", "name"]
