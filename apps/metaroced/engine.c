@@ -61,10 +61,16 @@ static void idle_sleep(uint32_t us)
 	nanosleep(&ts, NULL);
 }
 
-/* The idle back-off never sleeps past the next delayed (impaired) frame's due time. */
+/* The idle back-off never sleeps past the next delayed (impaired) frame's due time, nor past the
+ * transport's next timer: a pacer release (DCQCN rate / MetaRoCE CC), a delayed ACK, a TLP. An
+ * engine that overslept those paced at its sleep granularity, not at the controller's rate, and
+ * its late ACKs read as queueing delay to the peer's delay-based CC (Swift, SIGCOMM'20). */
 static uint32_t idle_sleep_us(const struct mr_daemon *d)
 {
-	uint64_t due = mr_engine_impair_next_due(d), now;
+	uint64_t due = mr_engine_impair_next_due(d), now, t = mr_ctx_next_expiry(d->ctx);
+
+	if (t < due)
+		due = t;
 
 	if (due == UINT64_MAX)
 		return d->idle_sleep_us;

@@ -97,9 +97,18 @@ void mr_cc_sent(struct mr_cc *cc, uint64_t now, uint32_t bytes, uint16_t path)
 
 	if (cc == NULL || cc->ops == NULL)
 		return;
-	/* An idle sender earns no credit: pacing restarts from now, so it cannot burst later. */
-	if (cc->next_send_ns < now)
-		cc->next_send_ns = now;
+	/* Bounded credit, like the token bucket of a NIC's rate limiter (DCQCN's reaction point,
+	 * SIGCOMM'15 3.2): a sender that fell behind its schedule because its host polled it late
+	 * may catch up with at most MR_CC_BURST_PKTS packets back to back; an idle period earns
+	 * nothing beyond that. Without it a software engine paces at its loop granularity (one
+	 * packet, one tx flush per iteration) instead of at the controller's rate. */
+	{
+		uint64_t credit = mr_cc_tx_time_ns((uint64_t)MR_CC_BURST_PKTS * cc->p.mtu,
+						   cc->rate_bps);
+
+		if (cc->next_send_ns < now && now - cc->next_send_ns > credit)
+			cc->next_send_ns = now - credit;
+	}
 	t = mr_cc_tx_time_ns(bytes, cc->rate_bps);
 	cc->next_send_ns = t > UINT64_MAX - cc->next_send_ns ? UINT64_MAX : cc->next_send_ns + t;
 	if (cc->ops->on_send)

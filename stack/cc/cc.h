@@ -12,6 +12,8 @@
  *    per-path signals, in-flight bounded by the BDP.
  */
 #ifndef MR_CC_H
+/* Packets a paced sender may send back to back to catch up with its schedule (cc.c). */
+#define MR_CC_BURST_PKTS 8u
 #define MR_CC_H
 
 #include <stdbool.h>

@@ -117,7 +117,12 @@ static void test_pacing_exact(void **state)
 	assert_int_equal(mr_cc_init(&cc, MR_CC_NONE, &p, 0), 0);
 	cc.rate_bps = 10000000000ull;
 	cc.cwnd_bytes = 3 * 4096;
+	/* Idle since init (slot 0): the first packet leaves at 100 and the next slot follows
+	 * from the schedule, 100 ns of it being within the catch-up credit. */
 	assert_true(mr_cc_can_send(&cc, 100, 0));
+	mr_cc_sent(&cc, 100, 4096, 0);
+	assert_true(cc.next_send_ns == 3277);
+	cc.next_send_ns = 100; /* from here: on time */
 	mr_cc_sent(&cc, 100, 4096, 0);
 	assert_true(cc.next_send_ns == 100 + 3277);
 	assert_false(mr_cc_can_send(&cc, 100 + 3276, 4096));
@@ -125,13 +130,26 @@ static void test_pacing_exact(void **state)
 	/* sent on time: the schedule advances from the previous slot, not from now */
 	mr_cc_sent(&cc, 100 + 3277, 1000, 0); /* 1000 B = 800 ns exactly */
 	assert_true(cc.next_send_ns == 100 + 3277 + 800);
+	/* After a long idle period the credit is bounded: MR_CC_BURST_PKTS full-size packets
+	 * back to back (the token bucket of a NIC rate limiter), then the rate again. */
+	{
+		uint64_t t = 500000, n = 0;
+
+		while (mr_cc_can_send(&cc, t, 0) && n < 100) {
+			mr_cc_sent(&cc, t, 4096, 0);
+			n++;
+		}
+		assert_int_equal(n, MR_CC_BURST_PKTS);
+		assert_true(cc.next_send_ns > t && cc.next_send_ns <= t + 3277);
+	}
 	/* window gate: inflight must be strictly below cwnd */
 	assert_false(mr_cc_can_send(&cc, 1000000, 3 * 4096));
 	assert_true(mr_cc_can_send(&cc, 1000000, 3 * 4096 - 1));
-	/* idle for 1 ms: no credit accumulates; the next slot is one packet after now */
+	/* idle for ~0.5 ms: the credit is capped at MR_CC_BURST_PKTS x 4096 B = 26215 ns at
+	 * 10 Gb/s (rounded up), so the next slot is that much before now, plus one packet */
 	mr_cc_sent(&cc, 1000000, 4096, 0);
-	assert_true(cc.next_send_ns == 1000000 + 3277);
-	assert_false(mr_cc_can_send(&cc, 1000001, 0));
+	assert_true(cc.next_send_ns == 1000000 - 26215 + 3277);
+	assert_true(MR_CC_BURST_PKTS == 8); /* the figure above */
 	/* 1 b/s and a 4 GB burst: no overflow, saturates instead of wrapping */
 	cc.rate_bps = 1;
 	mr_cc_sent(&cc, 2000000, UINT32_MAX, 0);

@@ -231,9 +231,10 @@ static void test_bounds_and_pacing(void **state)
 		ack(&cc, now += 200000, 1, 1, RTT, 0);
 	assert_true(cc.cwnd_bytes == 4096); /* gate: max(cwnd, 1 MTU) */
 	/* rate = 256 B / 10 us = 204.8 Mb/s; one 4096 B packet may leave (inflight 0 < 256),
-	 * then the next waits 4096 * 8 / 204.8e6 s = 160 us */
+	 * then the next waits 4096 * 8 / 204.8e6 s = 160 us (the catch-up credit spent first) */
 	assert_true(cc.rate_bps == 204800000);
 	assert_true(mr_cc_can_send(&cc, now, 0));
+	cc.next_send_ns = now; /* no catch-up credit */
 	mr_cc_sent(&cc, now, 4096, 0);
 	assert_false(mr_cc_can_send(&cc, now + 1, 0));
 	assert_true(cc.next_send_ns == now + 160000);
