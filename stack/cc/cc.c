@@ -102,11 +102,11 @@ void mr_cc_sent(struct mr_cc *cc, uint64_t now, uint32_t bytes, uint16_t path)
 	 * may catch up with at most MR_CC_BURST_PKTS packets back to back; an idle period earns
 	 * nothing beyond that. Without it a software engine paces at its loop granularity (one
 	 * packet, one tx flush per iteration) instead of at the controller's rate. */
-	{
+	if (cc->next_send_ns < now) { /* only a late sender pays for the division */
 		uint64_t credit = mr_cc_tx_time_ns((uint64_t)MR_CC_BURST_PKTS * cc->p.mtu,
 						   cc->rate_bps);
 
-		if (cc->next_send_ns < now && now - cc->next_send_ns > credit)
+		if (now - cc->next_send_ns > credit)
 			cc->next_send_ns = now - credit;
 	}
 	t = mr_cc_tx_time_ns(bytes, cc->rate_bps);
