@@ -117,26 +117,13 @@ ip netns add "mr-$tag-probe" 2>/dev/null && ip netns del "mr-$tag-probe" ||
 	die "cannot create network namespaces"
 netns_up=1
 mr_netns_up "$tag" 1500 || die "mr_netns_up"
-ncpu=$(nproc)
 for n in a b; do
-	[ $n = a ] && { ifc=mrva; ip=198.18.0.1; lc=0; } || { ifc=mrvb; ip=198.18.0.2; lc=$((ncpu > 1 ? 1 : 0)); }
-	# idle_sleep_us: the pollers sleep when idle, so two daemons and the apps share 2 cores.
-	cat > "$work/$n.conf" <<CONF
-[port]
-eal_args = --vdev=net_af_packet0,iface=$ifc,framecnt=4096
-ipv4 = $ip
-mtu = 1500
-[engine]
-lcores = $lc
-idle_sleep_us = 20
-[shm]
-socket = $work/$n.sock
-CONF
+	mr_daemon_conf "$work/$n.conf" $n "$work/$n.sock"
 done
 
 # start_daemons PHASE [metaroced args...]: one daemon per namespace, capture in $capdir.
 start_daemons() {
-	local phase=$1 n i
+	local phase=$1 n p
 	shift
 	for n in a b; do
 		rm -f "$work/$n.sock"
@@ -148,13 +135,8 @@ start_daemons() {
 	done
 	for n in a b; do
 		eval "p=\$pid_$n"
-		for i in $(seq 1 200); do
-			grep -q "metaroced: ready" "$work/daemon-$phase-$n.log" 2>/dev/null &&
-				[ -S "$work/$n.sock" ] && break
-			kill -0 "$p" 2>/dev/null || die "daemon $n exited during start"
-			sleep 0.1
-		done
-		[ -S "$work/$n.sock" ] || die "daemon $n not ready after 20 s"
+		mr_daemon_wait "$work/daemon-$phase-$n.log" "$work/$n.sock" "$p" ||
+			die "daemon $n exited or was not ready after 20 s"
 	done
 }
 

@@ -39,3 +39,37 @@ mr_hugepages() {
 		echo "$want" > /proc/sys/vm/nr_hugepages 2>/dev/null || true
 	fi
 }
+
+# Standard metaroced config for side a|b of mr_netns_up (mrva 198.18.0.1 on lcore 0, mrvb
+# 198.18.0.2 on lcore 1 when there is one; the pollers idle-sleep so two daemons and their apps
+# share the cores).  Usage: mr_daemon_conf FILE SIDE SOCKET
+mr_daemon_conf() {
+	local f=$1 side=$2 sock=$3 ifc=mrva ip=198.18.0.1 lc=0
+	if [ "$side" = b ]; then
+		ifc=mrvb ip=198.18.0.2
+		[ "$(nproc)" -gt 1 ] && lc=1
+	fi
+	cat > "$f" <<CONF
+[port]
+eal_args = --vdev=net_af_packet0,iface=$ifc,framecnt=4096
+ipv4 = $ip
+mtu = 1500
+[engine]
+lcores = $lc
+idle_sleep_us = 20
+[shm]
+socket = $sock
+CONF
+}
+
+# Wait up to 20 s for a daemon started with its output in LOG to print "metaroced: ready" and
+# create SOCKET; fails early if PID (optional) exits.  Usage: mr_daemon_wait LOG SOCKET [PID]
+mr_daemon_wait() {
+	local log=$1 sock=$2 pid=${3:-} i
+	for i in $(seq 1 200); do
+		grep -q "metaroced: ready" "$log" 2>/dev/null && [ -S "$sock" ] && return 0
+		[ -z "$pid" ] || kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}

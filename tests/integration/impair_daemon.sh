@@ -51,24 +51,12 @@ mr_netns_up "$tag" 1500 || fail "netns"
 eal_extra=(--no-huge -m 256)
 free_hp=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
 [ "${free_hp:-0}" -ge 128 ] && eal_extra=()
-ncpu=$(nproc)
 declare -A imp=(
 	[a]="--impair-tx loss=0.02,seed=11"
 	[b]="--impair-tx loss=0.01,burst=1.5,seed=12 --impair-rx reorder=0.005:30us,dup=0.002,seed=13"
 )
 for n in a b; do
-	[ $n = a ] && { ifc=mrva; ip=198.18.0.1; lc=0; } || { ifc=mrvb; ip=198.18.0.2; lc=$((ncpu > 1 ? 1 : 0)); }
-	cat > "$work/$n.conf" <<CONF
-[port]
-eal_args = --vdev=net_af_packet0,iface=$ifc,framecnt=4096
-ipv4 = $ip
-mtu = 1500
-[engine]
-lcores = $lc
-idle_sleep_us = 20
-[shm]
-socket = $work/$n.sock
-CONF
+	mr_daemon_conf "$work/$n.conf" $n "$work/$n.sock"
 	# shellcheck disable=SC2086
 	ip netns exec "mr-$tag-$n" "$daemon" -c "$work/$n.conf" --stats-json "$work/$n.json" \
 		${imp[$n]} -- --file-prefix="mrimp$$$n" "${eal_extra[@]}" > "$work/daemon-$n.log" 2>&1 &
@@ -76,11 +64,7 @@ CONF
 	eval "pid_$n=$!"
 done
 for n in a b; do
-	for i in $(seq 1 200); do
-		grep -q "metaroced: ready" "$work/daemon-$n.log" 2>/dev/null && [ -S "$work/$n.sock" ] && break
-		sleep 0.1
-	done
-	[ -S "$work/$n.sock" ] || fail "daemon $n not ready"
+	mr_daemon_wait "$work/daemon-$n.log" "$work/$n.sock" || fail "daemon $n not ready"
 done
 
 timeout 120 "$itest" --role b --sock "$work/b.sock" --dir "$work" --bytes $((1 << 20)) \

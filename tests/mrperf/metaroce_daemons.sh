@@ -44,25 +44,13 @@ fail() {
 }
 ip netns add "mr-$tag-probe" 2>/dev/null && ip netns del "mr-$tag-probe" || skip "no network namespaces"
 mr_netns_up "$tag" 1500 || fail "netns"
-ncpu=$(nproc)
 
 # start PHASE: both daemons with 1% seeded tx loss; A writes PHASE.pcap.
 start() {
-	local ph=$1 n ifc ip lc seed i
+	local ph=$1 n seed
 	for n in a b; do
-		if [ $n = a ]; then ifc=mrva ip=198.18.0.1 lc=0 seed=21
-		else ifc=mrvb ip=198.18.0.2 lc=$((ncpu > 1 ? 1 : 0)) seed=22; fi
-		cat > "$work/$n.conf" <<CONF
-[port]
-eal_args = --vdev=net_af_packet0,iface=$ifc,framecnt=4096
-ipv4 = $ip
-mtu = 1500
-[engine]
-lcores = $lc
-idle_sleep_us = 20
-[shm]
-socket = $work/$n.sock
-CONF
+		seed=$([ $n = a ] && echo 21 || echo 22)
+		mr_daemon_conf "$work/$n.conf" $n "$work/$n.sock"
 		local cap=()
 		[ $n = a ] && cap=(--pcap "$work/$ph.pcap")
 		rm -f "$work/$n.sock"
@@ -72,12 +60,7 @@ CONF
 		pids+=($!)
 	done
 	for n in a b; do
-		for i in $(seq 1 200); do
-			grep -q "metaroced: ready" "$work/$ph-daemon-$n.log" 2>/dev/null &&
-				[ -S "$work/$n.sock" ] && break
-			sleep 0.1
-		done
-		[ -S "$work/$n.sock" ] || fail "daemon $n not ready ($ph)"
+		mr_daemon_wait "$work/$ph-daemon-$n.log" "$work/$n.sock" || fail "daemon $n not ready ($ph)"
 	done
 }
 

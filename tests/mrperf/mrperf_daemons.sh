@@ -33,30 +33,14 @@ fail() {
 }
 ip netns add "mr-$tag-probe" 2>/dev/null && ip netns del "mr-$tag-probe" || skip "no network namespaces"
 mr_netns_up "$tag" 1500 || fail "netns"
-ncpu=$(nproc)
 for n in a b; do
-	[ $n = a ] && { ifc=mrva; ip=198.18.0.1; lc=0; } || { ifc=mrvb; ip=198.18.0.2; lc=$((ncpu > 1 ? 1 : 0)); }
-	cat > "$work/$n.conf" <<CONF
-[port]
-eal_args = --vdev=net_af_packet0,iface=$ifc,framecnt=4096
-ipv4 = $ip
-mtu = 1500
-[engine]
-lcores = $lc
-idle_sleep_us = 20
-[shm]
-socket = $work/$n.sock
-CONF
+	mr_daemon_conf "$work/$n.conf" $n "$work/$n.sock"
 	ip netns exec "mr-$tag-$n" "$daemon" -c "$work/$n.conf" -- --file-prefix="mrperf$$$n" \
 		--no-huge -m 256 > "$work/daemon-$n.log" 2>&1 &
 	pids+=($!)
 done
 for n in a b; do
-	for i in $(seq 1 200); do
-		grep -q "metaroced: ready" "$work/daemon-$n.log" 2>/dev/null && [ -S "$work/$n.sock" ] && break
-		sleep 0.1
-	done
-	[ -S "$work/$n.sock" ] || fail "daemon $n not ready"
+	mr_daemon_wait "$work/daemon-$n.log" "$work/$n.sock" || fail "daemon $n not ready"
 done
 port=$((20000 + $$ % 20000))
 for t in "${tests[@]}"; do

@@ -55,25 +55,13 @@ cleanup() { stop_daemons; mr_netns_down "$tag"; rm -f "$raw"/*.sock; }
 trap cleanup EXIT
 ip netns add "mr-$tag-probe" 2>/dev/null && ip netns del "mr-$tag-probe" || skip "no network namespaces"
 mr_netns_up "$tag" 1500 || { echo "real.sh: netns setup failed" >&2; exit 1; }
-ncpu=$(nproc)
 
 # start_daemons NAME IMPAIR_SPEC_A IMPAIR_SPEC_B
 start_daemons() {
-	local name=$1 n ifc ip lc spec i
+	local name=$1 n spec
 	for n in a b; do
-		if [ $n = a ]; then ifc=mrva ip=198.18.0.1 lc=0 spec=$2
-		else ifc=mrvb ip=198.18.0.2 lc=$((ncpu > 1 ? 1 : 0)) spec=$3; fi
-		cat > "$raw/$n.conf" <<CONF
-[port]
-eal_args = --vdev=net_af_packet0,iface=$ifc,framecnt=4096
-ipv4 = $ip
-mtu = 1500
-[engine]
-lcores = $lc
-idle_sleep_us = 20
-[shm]
-socket = $raw/$n.sock
-CONF
+		spec=$([ $n = a ] && echo "$2" || echo "$3")
+		mr_daemon_conf "$raw/$n.conf" $n "$raw/$n.sock"
 		rm -f "$raw/$n.sock" "$raw/$name-$n.stats.json"
 		local imp=()
 		[ "$spec" = off ] || imp=(--impair-tx "$spec")
@@ -84,12 +72,8 @@ CONF
 		pids+=($!)
 	done
 	for n in a b; do
-		for i in $(seq 1 200); do
-			grep -q "metaroced: ready" "$raw/$name-daemon-$n.log" 2>/dev/null &&
-				[ -S "$raw/$n.sock" ] && break
-			sleep 0.1
-		done
-		[ -S "$raw/$n.sock" ] || { echo "real.sh: daemon $n not ready ($name)" >&2; return 1; }
+		mr_daemon_wait "$raw/$name-daemon-$n.log" "$raw/$n.sock" ||
+			{ echo "real.sh: daemon $n not ready ($name)" >&2; return 1; }
 	done
 }
 
