@@ -113,29 +113,39 @@ static void test_psn_wrap_with_drop(void **state)
 	tw_destroy(w);
 }
 
-/* The only ACK is lost: local ACK timeout, resend, the responder sees duplicates and re-ACKs. */
-static void test_ack_timeout(void **state)
+/* One 600-byte WRITE (MTU 256: PSN 100..102, AckReq on the last) with a 4.194 ms Local ACK
+ * Timeout, posted on a fresh wire. */
+static struct tw *write600(uint8_t src[600], uint8_t dst[600], uint32_t seed)
 {
 	struct tw_cfg c;
 	struct tw *w;
-	uint8_t src[600], dst[600];
 	struct mr_memreg *ms, *md;
 	struct mr_send_wr wr;
-	struct mr_wc wc;
-	uint64_t t0;
 
-	(void)state;
 	tw_default_cfg(&c);
 	c.mtu = 256;
-	c.timeout = 10; /* 4.194 ms */
+	c.timeout = 10;
 	w = tw_create(&c);
-	tw_fill(src, sizeof(src), 7);
-	ms = tw_reg(w, 0, src, sizeof(src), 0);
-	md = tw_reg(w, 1, dst, sizeof(dst), MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE);
+	tw_fill(src, 600, seed);
+	ms = tw_reg(w, 0, src, 600, 0);
+	md = tw_reg(w, 1, dst, 600, MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE);
 	wr = tw_wr(1, MR_WR_RDMA_WRITE, src, 600, ms);
 	wr.rdma.remote_addr = (uint64_t)(uintptr_t)dst;
 	wr.rdma.rkey = mr_memreg_rkey(md);
 	tw_post_send(w, 0, &wr);
+	return w;
+}
+
+/* The only ACK is lost: local ACK timeout, resend, the responder sees duplicates and re-ACKs. */
+static void test_ack_timeout(void **state)
+{
+	struct tw *w;
+	uint8_t src[600], dst[600];
+	struct mr_wc wc;
+	uint64_t t0;
+
+	(void)state;
+	w = write600(src, dst, 7);
 	w->act[1][0] = TW_DROP;
 	t0 = w->now;
 	tw_pump(w, false, 0);
@@ -157,26 +167,13 @@ static void test_ack_timeout(void **state)
  * recovers the whole message. */
 static void test_duplicates_reacked(void **state)
 {
-	struct tw_cfg c;
 	struct tw *w;
 	uint8_t src[600], dst[600];
-	struct mr_memreg *ms, *md;
-	struct mr_send_wr wr;
 	struct mr_wc wc;
 	uint32_t i;
 
 	(void)state;
-	tw_default_cfg(&c);
-	c.mtu = 256; /* 600 B = PSN 100..102 */
-	c.timeout = 10;
-	w = tw_create(&c);
-	tw_fill(src, sizeof(src), 9);
-	ms = tw_reg(w, 0, src, sizeof(src), 0);
-	md = tw_reg(w, 1, dst, sizeof(dst), MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE);
-	wr = tw_wr(1, MR_WR_RDMA_WRITE, src, 600, ms);
-	wr.rdma.remote_addr = (uint64_t)(uintptr_t)dst;
-	wr.rdma.rkey = mr_memreg_rkey(md);
-	tw_post_send(w, 0, &wr);
+	w = write600(src, dst, 9);
 	w->act[1][0] = TW_DROP; /* the ACK of 102 */
 	w->act[0][5] = TW_DROP; /* the resent WRITE LAST (PSN 102, AckReq) */
 	tw_pump(w, true, SEC);
