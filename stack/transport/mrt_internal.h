@@ -155,10 +155,12 @@ enum {
 	MRT_RX_RCVD = 1 << 0,
 	MRT_RX_LAST = 1 << 1,  /* last request PSN of a message (MSN advances past it) */
 	MRT_RX_RECV = 1 << 2,  /* ...of a message that consumes a receive WQE */
+	MRT_RX_RQ = 1 << 3,    /* placed into (or completes) the receive WQE of rseq[] */
 };
 
 struct mrt_resp {
 	uint8_t *rflags;      /* MRT_WIN ring indexed by PSN */
+	uint32_t *rseq;       /* MRT_WIN ring: MRETH.msg_seq of MRT_RX_RQ packets */
 	uint32_t nxt;         /* cumulative: every PSN before it received */
 	uint32_t msn;
 	uint32_t rq_base;     /* receive WQE index of msg_seq 0 */

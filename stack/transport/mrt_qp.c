@@ -32,6 +32,7 @@ void mrt_free(struct mr_qp *qp)
 		return;
 	free(qp->mrt->req.sb);
 	free(qp->mrt->resp.rflags);
+	free(qp->mrt->resp.rseq);
 	free(qp->mrt);
 	qp->mrt = NULL;
 }
@@ -47,8 +48,9 @@ int mrt_setup(struct mr_qp *qp, const struct mr_qp_attr *a)
 			return -ENOMEM;
 		m->req.sb = calloc(MRT_WIN, sizeof(*m->req.sb));
 		m->resp.rflags = calloc(MRT_WIN, 1);
+		m->resp.rseq = calloc(MRT_WIN, sizeof(*m->resp.rseq));
 		qp->mrt = m;
-		if (m->req.sb == NULL || m->resp.rflags == NULL) {
+		if (m->req.sb == NULL || m->resp.rflags == NULL || m->resp.rseq == NULL) {
 			mrt_free(qp);
 			return -ENOMEM;
 		}
@@ -67,8 +69,10 @@ int mrt_setup(struct mr_qp *qp, const struct mr_qp_attr *a)
 	m->req.n_paths = a->n_entropies;
 	m->req.rack_deadline = m->req.tlp_deadline = m->req.rto_deadline = UINT64_MAX;
 	/* Receives posted before RTR may have been bound by an earlier MetaRoCE life. */
-	for (uint32_t i = qp->rq_head; i != qp->rq_tail; i++)
+	for (uint32_t i = qp->rq_head; i != qp->rq_tail; i++) {
 		rc_rq_at(qp, i)->m_bound = false;
+		rc_rq_at(qp, i)->m_claimed = false;
+	}
 	return 0;
 }
 

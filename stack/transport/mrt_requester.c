@@ -401,6 +401,15 @@ static void mrt_req_ack(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now
 	uint64_t rtt = 0;
 	bool ece;
 
+	/* A NAK names a request packet this QP sent and the peer has not acknowledged (IBA
+	 * 9.7.5.2: a NAK reports the error of that request); any other NAK is stale or forged and
+	 * has no effect at all, as for plain RC (rc_completer.c). */
+	if (type != MR_AETH_ACK && (!mrt_sb_in_flight(qp, h->psn) ||
+				    (mrt_sb(qp, h->psn)->flags & (MRT_TX_SENT | MRT_TX_ACKED)) !=
+					    MRT_TX_SENT)) {
+		qp->stats.dropped++;
+		return;
+	}
 	/* ACK: BTH.PSN is cumulative; NAKs carry the NAKed PSN, the SACKETH base the hole. */
 	cum = type == MR_AETH_ACK ? h->psn : mr_psn_add(h->sack.base, MR_PSN_MASK);
 	if (mr_psn_cmp(cum, r->nxt) >= 0 || mr_psn_cmp(h->sack.base, r->nxt) > 0) {

@@ -100,6 +100,26 @@ static bool mrt_valid_shape(const struct mr_qp *qp, const struct mr_pkt *pkt, ui
 	return len <= mtu;
 }
 
+/* Bind receive r to the message this packet belongs to. Every packet carries its message's
+ * msg_seq, length and offset (docs/metaroce-wire.md), so each names the message's last PSN;
+ * the first to arrive claims the receive and all others must name the same message, or two
+ * messages would complete one receive (a peer reusing a msg_seq at another PSN). False:
+ * the packet contradicts the claim (IBA 9.7.5.2.2, invalid request). */
+static bool mrt_claim(const struct mr_qp *qp, struct rc_rwqe *r, const struct mr_roce_hdrs *h)
+{
+	uint32_t mtu = rc_mtu(qp);
+	uint32_t last = mr_psn_add(h->psn, rc_npkts(h->mreth.msg_len, mtu) - 1 -
+					   h->mreth.offset / mtu);
+
+	if (!r->m_claimed) {
+		r->m_claimed = true;
+		r->m_last_psn = last;
+		r->m_len = h->mreth.msg_len;
+		return true;
+	}
+	return r->m_last_psn == last && r->m_len == h->mreth.msg_len;
+}
+
 static int mrt_bind_recv(struct mr_qp *qp, struct rc_rwqe *r)
 {
 	if (rc_rwqe_bind(qp, r) < 0)
@@ -125,6 +145,10 @@ static bool mrt_rx_send(struct mr_qp *qp, const struct mr_pkt *pkt, uint8_t b)
 		return false;
 	}
 	r = rc_rq_at(qp, k);
+	if (!mrt_claim(qp, r, h)) {
+		mrt_resp_fatal(qp, MR_NAK_INVALID_REQ, h->psn);
+		return false;
+	}
 	if (!r->m_bound && mrt_bind_recv(qp, r) < 0) {
 		mrt_resp_fatal(qp, MR_NAK_REM_OP_ERR, h->psn); /* IBA 9.7.5.2.4 */
 		return false;
@@ -137,7 +161,6 @@ static bool mrt_rx_send(struct mr_qp *qp, const struct mr_pkt *pkt, uint8_t b)
 		    pkt->paylen);
 	if (mrt_op_last(b)) {
 		r->m_op = MR_WC_RECV;
-		r->m_len = h->mreth.msg_len;
 		r->m_flags = 0;
 		if (b == MR_OP_RC_SEND_LAST_IMM || b == MR_OP_RC_SEND_ONLY_IMM) {
 			r->m_flags = MR_WC_WITH_IMM;
@@ -167,6 +190,10 @@ static bool mrt_rx_write(struct mr_qp *qp, const struct mr_pkt *pkt, uint8_t b)
 		mrt_resp_nak(qp, MR_AETH_RNR_NAK | qp->attr.min_rnr_timer, h->psn);
 		return false;
 	}
+	if (imm && !mrt_claim(qp, rc_rq_at(qp, k), h)) {
+		mrt_resp_fatal(qp, MR_NAK_INVALID_REQ, h->psn);
+		return false;
+	}
 	if (h->reth.dlen != h->mreth.msg_len) {
 		mrt_resp_fatal(qp, MR_NAK_INVALID_REQ, h->psn);
 		return false;
@@ -188,7 +215,6 @@ static bool mrt_rx_write(struct mr_qp *qp, const struct mr_pkt *pkt, uint8_t b)
 		struct rc_rwqe *r = rc_rq_at(qp, k);
 
 		r->m_op = MR_WC_RECV_RDMA_WITH_IMM;
-		r->m_len = h->mreth.msg_len;
 		r->m_flags = MR_WC_WITH_IMM;
 		r->m_imm = h->imm;
 	}
@@ -346,8 +372,26 @@ static void mrt_rx_duplicate(struct mr_qp *qp, const struct mr_pkt *pkt, uint8_t
 	mrt_ack_soon(qp); /* the requester's ACK was probably lost: re-ACK */
 }
 
-/* Move the cumulative PSN over received PSNs; complete messages in order. */
-static void mrt_resp_advance(struct mr_qp *qp)
+/* Packets of receive-consuming messages reach the cumulative point in PSN order, so (IBA
+ * 9.7.5.1.1, the n-th such message consumes the n-th receive) each must belong to the receive
+ * at rq_head, and the one completing it must be the last PSN its message claimed. A peer that
+ * numbered its messages otherwise placed data elsewhere than where the completion would say. */
+static bool mrt_rx_in_order(const struct mr_qp *qp, uint8_t f, uint32_t psn)
+{
+	const struct mrt_resp *s = &qp->mrt->resp;
+	const struct rc_rwqe *r;
+
+	if (!(f & MRT_RX_RQ))
+		return true;
+	if (qp->rq_head == qp->rq_tail || s->rq_base + s->rseq[psn & (MRT_WIN - 1)] != qp->rq_head)
+		return false;
+	r = rc_rq_at(qp, qp->rq_head);
+	return r->m_claimed && (!(f & MRT_RX_RECV) || r->m_last_psn == psn);
+}
+
+/* Move the cumulative PSN over received PSNs; complete messages in order. Returns false when
+ * the QP failed on the way. */
+static bool mrt_resp_advance(struct mr_qp *qp)
 {
 	struct mrt_resp *s = &qp->mrt->resp;
 
@@ -356,6 +400,10 @@ static void mrt_resp_advance(struct mr_qp *qp)
 
 		if (!(*f & MRT_RX_RCVD))
 			break;
+		if (!mrt_rx_in_order(qp, *f, s->nxt)) {
+			mrt_resp_fatal(qp, MR_NAK_INVALID_REQ, s->nxt);
+			return false;
+		}
 		if (*f & MRT_RX_LAST) {
 			s->msn = (s->msn + 1) & MR_PSN_MASK; /* IBA 9.7.5.1.1 */
 			if (*f & MRT_RX_RECV) {
@@ -382,6 +430,7 @@ static void mrt_resp_advance(struct mr_qp *qp)
 		*f = 0;
 		s->nxt = mr_psn_add(s->nxt, 1);
 	}
+	return true;
 }
 
 void mrt_resp_rx(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now)
@@ -450,10 +499,10 @@ void mrt_resp_rx(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now)
 		if (b >= MR_OP_RC_WRITE_FIRST && b <= MR_OP_RC_WRITE_ONLY_IMM) {
 			ok = mrt_rx_write(qp, pkt, b);
 			if (b == MR_OP_RC_WRITE_LAST_IMM || b == MR_OP_RC_WRITE_ONLY_IMM)
-				flags |= MRT_RX_RECV;
+				flags |= MRT_RX_RECV | MRT_RX_RQ;
 		} else {
 			ok = mrt_rx_send(qp, pkt, b);
-			flags |= MRT_RX_RECV;
+			flags |= MRT_RX_RECV | MRT_RX_RQ;
 		}
 		if (ok && d > 0)
 			qp->stats.ooo_placed++;
@@ -466,7 +515,9 @@ void mrt_resp_rx(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now)
 	else
 		flags &= (uint8_t)~MRT_RX_RECV;
 	*mrt_rx_flag(qp, h->psn) = flags;
-	mrt_resp_advance(qp);
+	s->rseq[h->psn & (MRT_WIN - 1)] = h->mreth.msg_seq;
+	if (!mrt_resp_advance(qp))
+		return;
 	/* ACK at once on out-of-order arrival or a filled hole, CE, message end, AckReq (the
 	 * requester is window- or pacing-limited: IBA 9.7.5.1.2); otherwise every
 	 * MRT_ACK_EVERY packets or after the delayed-ACK time. READ/atomic requests are answered

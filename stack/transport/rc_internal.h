@@ -122,6 +122,10 @@ struct rc_rwqe {
 	/* MetaRoCE: several receives may be filling at once (per-packet placement); the
 	 * completion is built from these when the cumulative PSN passes the message's end. */
 	bool m_bound;
+	/* MetaRoCE: the message that consumes this receive (mrt_responder.c mrt_claim): set by
+	 * its first packet to arrive; every later packet naming this receive must agree. */
+	bool m_claimed;
+	uint32_t m_last_psn;
 	uint8_t m_op;        /* enum mr_wc_opcode */
 	uint32_t m_flags, m_len, m_imm, m_inv;
 };

@@ -515,6 +515,7 @@ int mr_post_recv(struct mr_qp *qp, const struct mr_recv_wr *wr)
 	r->wr = *wr;
 	r->len = (uint32_t)len;
 	r->m_bound = false;
+	r->m_claimed = false;
 	if (qp->state == MR_QPS_ERR) {
 		rc_flush_recv(qp, r, MR_WC_WR_FLUSH_ERR);
 		return 0;

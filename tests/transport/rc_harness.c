@@ -312,7 +312,7 @@ uint32_t tw_count_syndrome(const struct tw *w, int dir, uint8_t syndrome)
 	uint32_t n = 0;
 
 	for (uint32_t i = 0; i < w->sent[dir] && i < TW_MAX_LOG; i++)
-		n += w->log[dir][i].opcode == MR_OP_RC_ACK &&
+		n += mr_opcode_base(w->log[dir][i].opcode) == MR_OP_RC_ACK &&
 		     w->log[dir][i].aeth.syndrome == syndrome;
 	return n;
 }

@@ -83,7 +83,7 @@ void tw_inject(struct tw *w, int to, const struct mr_roce_hdrs *hdr, const void 
 	       uint32_t paylen);
 /* Count logged packets of direction dir with this opcode. */
 uint32_t tw_count_op(const struct tw *w, int dir, uint8_t opcode);
-/* Count ACK-opcode packets of direction dir with this AETH syndrome. */
+/* Count ACK-opcode packets (RC or MetaRoCE) of direction dir with this AETH syndrome. */
 uint32_t tw_count_syndrome(const struct tw *w, int dir, uint8_t syndrome);
 
 struct mr_memreg *tw_reg(struct tw *w, int side, void *buf, uint64_t len, uint32_t access);
