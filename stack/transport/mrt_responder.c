@@ -64,9 +64,9 @@ static bool mrt_msg_rq(const struct mr_qp *qp, uint32_t msg_seq, uint32_t *rq)
 	return true;
 }
 
-static bool mrt_rq_posted(const struct mr_qp *qp, uint32_t idx)
+static bool mrt_rq_posted(struct mr_qp *qp, uint32_t idx)
 {
-	return idx - qp->rq_head < qp->rq_tail - qp->rq_head;
+	return rc_rq_ready(qp, idx); /* with an SRQ, takes its WQEs up to idx */
 }
 
 static bool mrt_op_first(uint8_t b)

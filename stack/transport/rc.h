@@ -24,6 +24,7 @@ struct mr_pd;
 struct mr_memreg;
 struct mr_cq;
 struct mr_qp;
+struct mr_srq;
 
 struct mr_ctx_params {
 	uint32_t max_qp;      /* QPNs handed out from first_qpn upward */
@@ -65,6 +66,9 @@ struct mr_qp_init_attr {
 	uint32_t max_recv_wr;
 	uint32_t max_inline_data;
 	bool sq_sig_all;
+	/* Shared receive queue (rc_srq.c): receives come from it, mr_post_recv is refused and
+	 * max_recv_wr is ignored. Must belong to the same PD. */
+	struct mr_srq *srq;
 };
 
 enum mr_qp_attr_mask {
@@ -127,6 +131,13 @@ enum mr_qp_state mr_qp_state(const struct mr_qp *qp);
  * 8-byte aligned), -ENOMEM when the queue is full, -EINVAL in a state that forbids posting. */
 int mr_post_send(struct mr_qp *qp, const struct mr_send_wr *wr);
 int mr_post_recv(struct mr_qp *qp, const struct mr_recv_wr *wr);
+
+/* ---- shared receive queues (IBA 10.2.9.1, 11.2.3; rc_srq.c) ---- */
+struct mr_srq *mr_srq_create(struct mr_pd *pd, uint32_t max_wr); /* NULL + errno */
+int mr_srq_destroy(struct mr_srq *srq);  /* -EBUSY while QPs use it */
+/* -ENOMEM when full, -EINVAL for a bad WR. */
+int mr_post_srq_recv(struct mr_srq *srq, const struct mr_recv_wr *wr);
+uint32_t mr_srq_count(const struct mr_srq *srq); /* receives posted and not yet taken */
 
 /* ---- the I/O-free engine interface (ngtcp2 style) ---- */
 

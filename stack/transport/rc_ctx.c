@@ -37,6 +37,7 @@ struct mr_ctx *mr_ctx_create(const struct mr_ctx_params *p)
 	rc_list_init(&ctx->timers);
 	rc_list_init(&ctx->pds);
 	rc_list_init(&ctx->cqs);
+	rc_list_init(&ctx->srqs);
 	return ctx;
 nomem_free:
 	free(ctx->qp_tab);
@@ -56,6 +57,7 @@ void mr_ctx_destroy(struct mr_ctx *ctx)
 		if (ctx->qp_tab[i] != NULL)
 			rc_qp_free(ctx->qp_tab[i]);
 	rc_mr_destroy_all(ctx);
+	rc_srq_destroy_all(ctx);
 	while (!rc_list_empty(&ctx->cqs)) {
 		struct mr_cq *cq = rc_container_of(ctx->cqs.next, struct mr_cq, link);
 

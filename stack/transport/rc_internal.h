@@ -72,7 +72,7 @@ struct mr_ctx {
 	struct rc_link resp_sched;  /* QPs with responses/ACKs queued */
 	struct rc_link req_sched;   /* QPs that may have request packets to send */
 	struct rc_link timers;      /* QPs with an armed timer */
-	struct rc_link pds, cqs;
+	struct rc_link pds, cqs, srqs;
 	struct mr_ctx_stats stats;
 };
 
@@ -90,6 +90,14 @@ struct mr_memreg {
 	uint64_t len;
 	uint32_t access;
 	uint32_t key; /* lkey == rkey, as rxe */
+};
+
+struct mr_srq {
+	struct mr_pd *pd;
+	struct rc_link link;
+	uint32_t refs;             /* QPs attached */
+	uint32_t max_wr, head, tail; /* [head, tail) posted, free running */
+	struct mr_recv_wr *wr;
 };
 
 struct mr_cq {
@@ -240,6 +248,12 @@ void rc_timer_update(struct mr_qp *qp);
 struct mr_memreg *rc_mr_lookup(struct mr_ctx *ctx, const struct mr_pd *pd, uint32_t key,
 			       uint64_t va, uint64_t len, uint32_t access);
 void rc_mr_destroy_all(struct mr_ctx *ctx);
+
+/* ---- rc_srq.c ---- */
+/* True when receive index idx of qp is posted, taking WQEs from its SRQ as needed. */
+bool rc_rq_ready(struct mr_qp *qp, uint32_t idx);
+uint32_t rc_srq_qp_ring(const struct mr_srq *s);
+void rc_srq_destroy_all(struct mr_ctx *ctx);
 
 /* ---- rc_cq.c ---- */
 void rc_cq_push(struct mr_cq *cq, const struct mr_wc *wc);

@@ -66,16 +66,23 @@ bool rc_wr_is_rd_atomic(enum mr_wr_opcode op)
 
 struct mr_qp *mr_qp_create(struct mr_ctx *ctx, const struct mr_qp_init_attr *init)
 {
+	struct mr_qp_init_attr srq_init;
 	struct mr_qp *qp;
 	uint32_t slot;
 
 	if (ctx == NULL || init == NULL || init->pd == NULL || init->send_cq == NULL ||
 	    init->recv_cq == NULL || init->pd->ctx != ctx || init->send_cq->ctx != ctx ||
-	    init->recv_cq->ctx != ctx || init->max_send_wr == 0 || init->max_recv_wr == 0 ||
-	    init->max_send_wr > RC_MAX_WR || init->max_recv_wr > RC_MAX_WR ||
-	    init->max_inline_data > RC_MAX_INLINE) {
+	    init->recv_cq->ctx != ctx || init->max_send_wr == 0 ||
+	    (init->srq == NULL && init->max_recv_wr == 0) || init->max_send_wr > RC_MAX_WR ||
+	    init->max_recv_wr > RC_MAX_WR || init->max_inline_data > RC_MAX_INLINE ||
+	    (init->srq != NULL && init->srq->pd != init->pd)) {
 		errno = EINVAL;
 		return NULL;
+	}
+	if (init->srq != NULL) { /* the QP's ring is a window onto the SRQ (rc_srq.c) */
+		srq_init = *init;
+		srq_init.max_recv_wr = rc_srq_qp_ring(init->srq);
+		init = &srq_init;
 	}
 	/* Next fit, not lowest first: a destroyed QP's number is reused only after every other
 	 * free one, so late packets of an old connection (still in flight, or retransmitted by a
@@ -113,6 +120,8 @@ found:
 	init->pd->refs++;
 	init->send_cq->refs++;
 	init->recv_cq->refs++;
+	if (init->srq != NULL)
+		init->srq->refs++;
 	ctx->qp_tab[slot] = qp;
 	return qp;
 nomem_free:
@@ -137,6 +146,8 @@ void rc_qp_free(struct mr_qp *qp)
 	qp->init.pd->refs--;
 	qp->init.send_cq->refs--;
 	qp->init.recv_cq->refs--;
+	if (qp->init.srq != NULL)
+		qp->init.srq->refs--;
 	free(qp->sq);
 	free(qp->rq);
 	free(qp->inline_area);
@@ -502,7 +513,7 @@ int mr_post_recv(struct mr_qp *qp, const struct mr_recv_wr *wr)
 	struct rc_rwqe *r;
 	int64_t len;
 
-	if (qp == NULL || wr == NULL)
+	if (qp == NULL || wr == NULL || qp->init.srq != NULL) /* an SRQ QP posts to its SRQ */
 		return -EINVAL;
 	len = rc_sge_total(wr->sg_list, wr->num_sge);
 	if (len < 0)

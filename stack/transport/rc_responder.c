@@ -229,7 +229,7 @@ static void rc_resp_send(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t no
 	struct rc_rwqe *r;
 
 	if (!qp->resp.rwqe_bound) {
-		if (qp->rq_head == qp->rq_tail) {
+		if (!rc_rq_ready(qp, qp->rq_head)) {
 			rc_resp_rnr(qp, pkt->hdr.psn);
 			return;
 		}
@@ -276,7 +276,7 @@ static void rc_resp_write(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t n
 	bool imm = op == MR_OP_RC_WRITE_LAST_IMM || op == MR_OP_RC_WRITE_ONLY_IMM;
 
 	/* WRITE with immediate consumes a receive WQE: RNR before touching memory. */
-	if (imm && qp->rq_head == qp->rq_tail) {
+	if (imm && !rc_rq_ready(qp, qp->rq_head)) {
 		rc_resp_rnr(qp, pkt->hdr.psn);
 		return;
 	}

@@ -111,6 +111,11 @@ struct tw *tw_create(const struct tw_cfg *c)
 		ia.max_recv_wr = c->max_recv_wr;
 		ia.max_inline_data = c->max_inline;
 		ia.sq_sig_all = c->sq_sig_all;
+		if (i == 1 && c->srq_depth > 0) {
+			s->srq = mr_srq_create(s->pd, c->srq_depth);
+			assert_non_null(s->srq);
+			ia.srq = s->srq;
+		}
 		s->qp = mr_qp_create(s->ctx, &ia);
 		assert_non_null(s->qp);
 	}

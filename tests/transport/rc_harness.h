@@ -23,6 +23,7 @@ struct tw_side {
 	struct mr_pd *pd;
 	struct mr_cq *scq, *rcq;
 	struct mr_qp *qp;
+	struct mr_srq *srq; /* side B with tw_cfg.srq_depth */
 };
 
 struct tw_held {
@@ -68,6 +69,7 @@ struct tw_cfg {
 	enum mr_cc_algo cc;
 	struct mr_cc_params cc_params;
 	uint16_t udp_sport;
+	uint32_t srq_depth;          /* > 0: side B's QP takes its receives from an SRQ */
 };
 
 void tw_default_cfg(struct tw_cfg *c);
