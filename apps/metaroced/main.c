@@ -305,6 +305,7 @@ static int setup_engine(struct mr_daemon *d, const struct mr_daemon *io)
 	/* Disjoint QPN ranges: the owner of a frame is its DestQP's range (shard_map.h). */
 	cp.first_qpn = mr_shard_first_qpn(&d->map, d->shard_id);
 	cp.max_mr = c->max_mr;
+	cp.max_mtu = c->ib_mtu; /* path MTUs above the port's are refused at modify_qp */
 	cp.seed = ((uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ mr_now_ns()) +
 		  d->shard_id * 0x5851f42d4c957f2dull;
 	{

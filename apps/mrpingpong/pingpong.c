@@ -209,7 +209,7 @@ int mr_pp_connect(struct mr_pp_ctx *c, const struct mr_pp_dest *rem)
 	return 0;
 }
 
-/* -e: arm, re-poll, then sleep on the CQ's eventfd (the race-free order, metaroce.h). */
+/* -e: arm, re-poll, then sleep on the CQ's event fd (the race-free order, metaroce.h). */
 static int wait_event(struct mr_pp_ctx *c, struct mr_wc *wc, int n)
 {
 	struct pollfd pfd = { .fd = mrc_cq_event_fd(c->cq), .events = POLLIN };

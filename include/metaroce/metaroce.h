@@ -203,12 +203,15 @@ MRC_API struct mrc_cq *mrc_create_cq(struct mrc_session *s, uint32_t depth);
 MRC_API int mrc_destroy_cq(struct mrc_cq *cq); /* -EBUSY while a QP uses it */
 /* Returns the number of completions written to wc (0..n), oldest first. */
 MRC_API int mrc_poll_cq(struct mrc_cq *cq, int n, struct mr_wc *wc);
-/* Blocking waits: an eventfd (non-blocking, readable after an armed CQ got an entry). Arm with
- * mrc_req_notify_cq(), poll the CQ once more (an entry may have arrived before arming), then
- * wait on the fd with poll()/epoll, then mrc_cq_ack_events(). One arm = at most one event. */
+/* Blocking waits: a file descriptor that is readable (POLLIN) after an armed CQ got an entry:
+ * the app's end of a datagram socket pair whose other end the daemon writes with non-blocking
+ * sends, so nothing the app does with its end (blocking mode, never draining) can stall the
+ * daemon. Arm with mrc_req_notify_cq(), poll the CQ once more (an entry may have arrived
+ * before arming), then wait on the fd with poll()/epoll, then mrc_cq_ack_events(). One arm =
+ * at most one event. Only poll and mrc_cq_ack_events() it; do not read or write it. */
 MRC_API int mrc_cq_event_fd(const struct mrc_cq *cq);
 MRC_API int mrc_req_notify_cq(struct mrc_cq *cq, bool solicited_only);
-/* Clears the eventfd; returns the number of events it had counted (0 if none). */
+/* Drains the event fd; returns the number of events it held (0 if none). */
 MRC_API int mrc_cq_ack_events(struct mrc_cq *cq);
 
 /* ---- queue pairs ---- */

@@ -28,7 +28,8 @@
 #include "metaroce/metaroce.h"
 #include "metaroce/types.h"
 
-#define MRC_ABI_VERSION 1u
+/* 2: the CQ wake-up is a datagram socket, no longer an eventfd (CREATE_CQ below). */
+#define MRC_ABI_VERSION 2u
 #define MRC_CACHE_LINE 64
 #define MRC_RING_MAGIC 0x4d52524eu /* "MRRN" */
 
@@ -64,7 +65,7 @@ struct mrc_ring_hdr {
 	/* Line 3: CQ notification (IBA 11.4.2.2 Request Completion Notification). The app stores a
 	 * new arm request (notify_req = sequence, low bit of notify_flags = solicited only); the
 	 * daemon, after publishing entries, compares notify_req with notify_done (which only it
-	 * writes), writes the CQ's eventfd and sets notify_done = notify_req. Unused in SQ/RQ. */
+	 * writes), sends one datagram on the CQ's wake-up socket and sets notify_done = notify_req. Unused in SQ/RQ. */
 	_Alignas(MRC_CACHE_LINE) _Atomic uint32_t notify_req;
 	_Atomic uint32_t notify_flags;
 	_Atomic uint32_t notify_done;
@@ -189,7 +190,8 @@ enum mrc_ctl_op {
 	MRC_CTL_UNMAP_BUF = 6,
 	MRC_CTL_REG_MR = 7,
 	MRC_CTL_DEREG_MR = 8,
-	MRC_CTL_CREATE_CQ = 9,   /* + eventfd; response + ring memfd */
+	MRC_CTL_CREATE_CQ = 9,   /* + one end of an AF_UNIX SOCK_DGRAM socketpair (the wake-up);
+				  * response + ring memfd */
 	MRC_CTL_DESTROY_CQ = 10,
 	MRC_CTL_CREATE_QP = 11,  /* response + ring memfd (SQ then RQ) */
 	MRC_CTL_MODIFY_QP = 12,

@@ -5,8 +5,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "client_priv.h"
@@ -16,7 +16,7 @@ struct mrc_cq *mrc_create_cq(struct mrc_session *s, uint32_t depth)
 	struct mrc_ctl_req req;
 	struct mrc_ctl_resp resp;
 	struct mrc_cq *cq;
-	int rc, ring_fd = -1;
+	int rc, ring_fd = -1, sv[2];
 
 	if (s == NULL) {
 		errno = EINVAL;
@@ -32,14 +32,19 @@ struct mrc_cq *mrc_create_cq(struct mrc_session *s, uint32_t depth)
 		errno = ENOMEM;
 		return NULL;
 	}
-	cq->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (cq->evfd < 0) {
-		rc = mrc_fail(s, errno, "mrc_create_cq: eventfd: %s", strerror(errno));
+	/* The wake-up: a datagram socket pair; the daemon gets one end and sends on it with
+	 * MSG_DONTWAIT, which never blocks whatever is done to our end (an eventfd shares its
+	 * O_NONBLOCK flag with the app, which could make the daemon's write() block). */
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0) {
+		cq->evfd = -1;
+		rc = mrc_fail(s, errno, "mrc_create_cq: socketpair: %s", strerror(errno));
 		goto fail;
 	}
+	cq->evfd = sv[0];
 	memset(&req, 0, sizeof(req));
 	req.u.create_cq.depth = depth;
-	rc = mrc_rpc(s, MRC_CTL_CREATE_CQ, &req, cq->evfd, &resp, &ring_fd);
+	rc = mrc_rpc(s, MRC_CTL_CREATE_CQ, &req, sv[1], &resp, &ring_fd);
+	close(sv[1]); /* the daemon holds its own copy now */
 	if (rc < 0)
 		goto fail;
 	cq->o.handle = resp.u.create_cq.handle;
@@ -149,11 +154,24 @@ int mrc_req_notify_cq(struct mrc_cq *cq, bool solicited_only)
 
 int mrc_cq_ack_events(struct mrc_cq *cq)
 {
-	uint64_t cnt = 0;
+	int cnt = 0;
 
 	if (cq == NULL)
 		return -EINVAL;
-	if (read(cq->evfd, &cnt, sizeof(cnt)) != sizeof(cnt))
-		return errno == EAGAIN ? 0 : -errno;
-	return cnt > INT32_MAX ? INT32_MAX : (int)cnt;
+	/* One datagram per event; MSG_DONTWAIT so that an fd the app made blocking still
+	 * drains without waiting. */
+	for (;;) {
+		uint8_t b[8];
+		ssize_t n = recv(cq->evfd, b, sizeof(b), MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN || errno == EWOULDBLOCK || cnt > 0 ? cnt : -errno;
+		}
+		if (n == 0) /* the daemon sends 1 byte: 0 is an end of file, not an event */
+			return cnt;
+		if (cnt < INT32_MAX)
+			cnt++;
+	}
 }

@@ -137,6 +137,15 @@ int mrc_modify_qp(struct mrc_qp *qp, const struct mrc_qp_attr *attr, uint32_t ma
 	else
 		memcpy(&req.u.modify_qp.attr, attr, offsetof(struct mrc_qp_attr, transport));
 	rc = mrc_rpc(qp->o.s, MRC_CTL_MODIFY_QP, &req, -1, &resp, NULL);
+	if (rc == -EINVAL && (mask & MRC_QP_PATH_MTU)) {
+		struct mrc_port_attr pa;
+
+		/* The daemon refuses a path MTU above the port's (as rxe): say so. */
+		if (mrc_query_port(qp->o.s, &pa) == 0 && attr->path_mtu > pa.active_mtu)
+			return mrc_fail(qp->o.s, EINVAL,
+					"mrc_modify_qp: path_mtu %u is above the port's active MTU %u",
+					attr->path_mtu, pa.active_mtu);
+	}
 	if (rc == 0 && (mask & MRC_QP_STATE))
 		qp->state = attr->qp_state;
 	return rc;

@@ -85,9 +85,9 @@ struct mr_shm_server_stats {
 	uint64_t send_wrs, recv_wrs;    /* WRs handed to the backend */
 	uint64_t wr_rejected;           /* WRs completed with an error by the server */
 	uint64_t cqes;                  /* completions written to app CQ rings */
-	uint64_t events;                /* eventfd notifications */
+	uint64_t events;                /* wake-ups sent (one datagram each) */
 	uint64_t ring_corrupt;          /* app published an impossible ring index */
-	uint64_t events_refused;        /* wake-up skipped: the app made its eventfd blocking */
+	uint64_t events_refused;        /* wake-up send failed (not EAGAIN): app closed its end */
 };
 
 /* NULL + errno (EINVAL bad params, EADDRINUSE a live server owns the path, ENAMETOOLONG...). */
@@ -100,7 +100,7 @@ void mr_shm_server_destroy(struct mr_shm_server *srv);
 int mr_shm_server_poll(struct mr_shm_server *srv);
 /* Accepts sessions, handles pending control requests, reclaims closed sessions. */
 int mr_shm_server_poll_ctl(struct mr_shm_server *srv);
-/* Drains SQ/RQ rings into the backend and backend CQs into CQ rings (+ eventfd wake-ups). */
+/* Drains SQ/RQ rings into the backend and backend CQs into CQ rings (+ CQ wake-ups). */
 int mr_shm_server_poll_data(struct mr_shm_server *srv);
 /* An fd (epoll) that is readable when the control path has work; for idle sleeping. */
 int mr_shm_server_fd(const struct mr_shm_server *srv);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -55,23 +56,22 @@ static void ring_init(struct mrc_ring_hdr *r, uint32_t size, uint32_t entry_size
 	atomic_store_explicit(&r->cons, 0, memory_order_relaxed);
 }
 
-/* The daemon writes 8 bytes to the CQ's fd from its poll loop: it must be a non-blocking
- * eventfd (a full pipe or a slow file would block the engine). Without /proc the type cannot
- * be checked; O_NONBLOCK still is (and again before every write, see cq_notify()). */
-static bool is_eventfd(int fd)
+/* The CQ wake-up is the daemon's end of an AF_UNIX datagram socket pair. The engine only
+ * ever sends on it with MSG_DONTWAIT (cq_notify()), which cannot block whatever the app does
+ * with the file status flags (an eventfd's O_NONBLOCK is shared with the app, which could
+ * clear it between a check and the write). Reading is shut down, so the app cannot queue
+ * data towards the daemon either. */
+static bool wakeup_sock_ok(int fd)
 {
-	char link[64], target[64];
-	int fl = fcntl(fd, F_GETFL);
-	ssize_t n;
+	int dom = 0, type = 0;
+	socklen_t l1 = sizeof(dom), l2 = sizeof(type);
 
-	if (fl < 0 || !(fl & O_NONBLOCK))
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l1) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l2) < 0 || dom != AF_UNIX ||
+	    type != SOCK_DGRAM)
 		return false;
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = readlink(link, target, sizeof(target) - 1);
-	if (n < 0)
-		return access("/proc/self/fd", F_OK) != 0;
-	target[n] = '\0';
-	return strcmp(target, "anon_inode:[eventfd]") == 0;
+	(void)shutdown(fd, SHUT_RD);
+	return true;
 }
 
 static int do_hello(struct mr_shm_session *s, const struct mrc_ctl_req *req,
@@ -293,7 +293,7 @@ static int do_create_cq(struct mr_shm_session *s, const struct mrc_ctl_req *req,
 
 	if (depth == 0 || depth > MRC_RING_MAX_ENTRIES)
 		return -EINVAL;
-	if (!is_eventfd(evfd))
+	if (!wakeup_sock_ok(evfd))
 		return -EBADF;
 	cq = calloc(1, sizeof(*cq));
 	if (cq == NULL)
@@ -559,7 +559,7 @@ void mr_shm_ctl_handle(struct mr_shm_session *s, const void *msg, size_t len, in
 	case MRC_CTL_CREATE_CQ:
 		rc = do_create_cq(s, &req, fds[0], resp, out_fd);
 		if (rc == 0)
-			nfds = 0; /* the CQ keeps the eventfd */
+			nfds = 0; /* the CQ keeps the wake-up socket */
 		break;
 	case MRC_CTL_DESTROY_CQ:
 		rc = do_destroy_cq(s, req.u.obj.handle);

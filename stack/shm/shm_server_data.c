@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT
  * shm server data path: SQ/RQ rings -> backend post_send/post_recv, backend CQs -> CQ rings,
- * eventfd wake-ups for armed CQs. Ring memory is app-writable: every entry is copied out
+ * wake-ups (datagram socket) for armed CQs. Ring memory is app-writable: every entry is copied out
  * before it is validated, and published indices are range-checked.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "shm_server_priv.h"
@@ -161,8 +162,7 @@ static bool cq_push(struct mr_shm_cq *cq, const struct mr_wc *wc)
 static void cq_notify(struct mr_shm_session *s, struct mr_shm_cq *cq, bool solicited_ok)
 {
 	uint32_t req;
-	uint64_t one = 1;
-	int fl;
+	uint8_t one = 1;
 
 	atomic_thread_fence(memory_order_seq_cst);
 	req = atomic_load_explicit(&cq->ring->notify_req, memory_order_relaxed);
@@ -173,17 +173,13 @@ static void cq_notify(struct mr_shm_session *s, struct mr_shm_cq *cq, bool solic
 		return;
 	cq->notify_done = req;
 	atomic_store_explicit(&cq->ring->notify_done, req, memory_order_release);
-	/* The app shares the fd's file status flags: if it cleared O_NONBLOCK (and pushed the
-	 * counter to its maximum) a write could block the engine, so check first. One fcntl per
-	 * event, and events happen at most once per arm. */
-	fl = fcntl(cq->evfd, F_GETFL);
-	if (fl < 0 || !(fl & O_NONBLOCK)) {
-		s->srv->st.events_refused++;
-		return;
-	}
-	/* EAGAIN only at counter overflow: an event is pending anyway. */
-	if (write(cq->evfd, &one, sizeof(one)) == sizeof(one))
+	/* MSG_DONTWAIT: never blocks, whatever the app did to its end (blocking mode, never
+	 * draining). EAGAIN means the app left earlier events unread: one is pending anyway.
+	 * MSG_NOSIGNAL: an app that closed its end costs no SIGPIPE. */
+	if (send(cq->evfd, &one, sizeof(one), MSG_DONTWAIT | MSG_NOSIGNAL) == sizeof(one))
 		s->srv->st.events++;
+	else if (errno != EAGAIN && errno != EWOULDBLOCK)
+		s->srv->st.events_refused++;
 }
 
 int mr_shm_cq_drain(struct mr_shm_session *s, struct mr_shm_cq *cq)

@@ -286,6 +286,7 @@ static bool mrt_rx_read(struct mr_qp *qp, const struct mr_pkt *pkt, bool dup)
 	e->last_psn = rc_npkts(h->reth.dlen, rc_mtu(qp));    /* packets in this response */
 	e->host = src;
 	e->left = h->reth.dlen;
+	e->rkey = h->reth.rkey; /* mr_dereg revokes by key (rc_mr.c) */
 	e->msg_seq = h->mreth.msg_seq;
 	e->off = h->mreth.offset;
 	e->msg_len = h->mreth.msg_len;

@@ -34,6 +34,10 @@ struct mr_ctx_params {
 	/* Cap on unacknowledged request PSNs per QP; 0 = default (8192, a 100 Gb/s x 10 us BDP
 	 * even at MTU 256). Never above 2^23 - 1 (IBA 9.7.1). Added by the transport owner. */
 	uint32_t max_inflight_pkts;
+	/* The port's MTU (256..4096, a valid IB MTU); 0 = 4096. mr_qp_modify() refuses a larger
+	 * path MTU (-EINVAL, as rxe_qp_chk_attr against the port's MTU), so no frame ever exceeds
+	 * what the port can send. */
+	uint32_t max_mtu;
 };
 
 struct mr_ctx *mr_ctx_create(const struct mr_ctx_params *p); /* NULL + errno on failure */
@@ -128,7 +132,8 @@ int mr_qp_query(const struct mr_qp *qp, struct mr_qp_attr *attr);
 enum mr_qp_state mr_qp_state(const struct mr_qp *qp);
 
 /* Post one work request. -EINVAL for a bad WR (opcode, sge count, inline too long, atomic not
- * 8-byte aligned), -ENOMEM when the queue is full, -EINVAL in a state that forbids posting. */
+ * 8-byte aligned, an RC READ needing more response PSNs than may be outstanding: 2^23 - 1 at
+ * the path MTU), -ENOMEM when the queue is full, -EINVAL in a state that forbids posting. */
 int mr_post_send(struct mr_qp *qp, const struct mr_send_wr *wr);
 int mr_post_recv(struct mr_qp *qp, const struct mr_recv_wr *wr);
 

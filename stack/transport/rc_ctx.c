@@ -14,7 +14,9 @@ struct mr_ctx *mr_ctx_create(const struct mr_ctx_params *p)
 	/* QPNs are 24 bits; QP0/QP1 are special (IBA 10.2.4). MR keys carry the slot in 24 bits. */
 	if (p == NULL || p->max_qp == 0 || p->first_qpn < 2 || p->max_mr == 0 ||
 	    p->max_mr > (1u << 24) || (uint64_t)p->first_qpn + p->max_qp > (1u << 24) ||
-	    p->max_inflight_pkts > RC_MAX_INFLIGHT) {
+	    p->max_inflight_pkts > RC_MAX_INFLIGHT ||
+	    (p->max_mtu != 0 && p->max_mtu != 256 && p->max_mtu != 512 && p->max_mtu != 1024 &&
+	     p->max_mtu != 2048 && p->max_mtu != 4096)) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -149,6 +149,7 @@ struct rc_resp {
 	uint32_t last_psn;   /* READ: PSN of its last packet */
 	const uint8_t *host; /* READ: next byte */
 	uint32_t left;       /* READ: bytes left */
+	uint32_t rkey;       /* READ: the R_Key host came from (mr_dereg revokes by key) */
 	uint64_t orig;       /* atomic: original value */
 	uint32_t msg_seq, off, msg_len; /* MetaRoCE READ responses: MRETH fields */
 	uint16_t path;       /* MetaRoCE READ: the request's entropy, where spraying starts */
@@ -223,8 +224,9 @@ struct mr_qp {
 		enum rc_msg in_msg;     /* multi-packet message in progress */
 		bool rwqe_bound;        /* SEND in progress owns rq[rq_head] */
 		uint32_t recv_off;
-		uint8_t *wptr;          /* WRITE in progress */
+		uint8_t *wptr;          /* WRITE in progress; NULL with wleft > 0: MR revoked */
 		uint32_t wleft, wlen;
+		uint32_t wkey;          /* R_Key of the WRITE in progress (mr_dereg revokes) */
 		uint32_t since_ack;
 		uint64_t ack_deadline;  /* delayed-ACK flush, UINT64_MAX when idle */
 		uint32_t rd_pending;    /* READ/atomic responses queued */

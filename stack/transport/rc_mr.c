@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "rc_internal.h"
 
@@ -82,6 +83,75 @@ struct mr_memreg *mr_reg(struct mr_pd *pd, void *host, uint64_t iova, uint64_t l
 	return mr;
 }
 
+static bool rc_sges_use(const struct mr_sge *sg, uint32_t n, uint32_t key)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (sg[i].length > 0 && sg[i].lkey == key)
+			return true;
+	return false;
+}
+
+/* IBA 10.6.7 (deregistration with operations outstanding; the keys are invalid afterwards):
+ * the memory behind mr may be unmapped as soon as mr_dereg() returns (the shm server munmaps
+ * the app's buffer), so nothing in the transport may keep a pointer into it. References are
+ * found by key, so an overlapping registration of the same memory is not disturbed:
+ *  - send WQEs not completed whose SGEs were resolved through mr (retransmissions gather from
+ *    them, READ/atomic responses land in them): the QP fails to ERR and those WQEs complete
+ *    with LOC_PROT_ERR, the others flushed (IBA 10.3.1). Unresolved WQEs need nothing: their
+ *    stale lkey fails at resolution (rc_req_resolve).
+ *  - receive WQEs bound to host pointers (the RC SEND in progress, MetaRoCE per-packet
+ *    placement): unbound, back to their lkeys; the next packet re-binds, the stale lkey fails
+ *    and the responder reports it as for any bad receive buffer (LOC_PROT_ERR receive
+ *    completion, REM_OP_ERR NAK, IBA 9.7.5.2.4).
+ *  - the RC WRITE in progress (resp.wptr): revoked, its next MIDDLE/LAST gets the class C
+ *    REM_ACCESS_ERR NAK (IBA 9.7.5.2.3) as a WRITE naming a gone R_Key would.
+ *  - queued READ responses (RC and MetaRoCE) not fully sent: replaced by a REM_ACCESS_ERR NAK
+ *    at the next response PSN and the QP enters ERR, as rc_resp_fatal() does for a READ that
+ *    names a bad R_Key (IBA 9.7.5.2.3).
+ * rxe keeps the MR alive by reference count instead; here the memory belongs to the caller,
+ * so the transport lets go of it instead of delaying the caller's unmap. */
+static void rc_mr_revoke(struct mr_qp *qp, uint32_t key)
+{
+	bool fail = false, nak = false;
+
+	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++) {
+		struct rc_swqe *w = rc_sq_at(qp, i);
+
+		if (!w->resolved || (w->wr.send_flags & MR_SEND_INLINE) ||
+		    !rc_sges_use(w->wr.sg_list, w->wr.num_sge, key))
+			continue;
+		w->status = MR_WC_LOC_PROT_ERR;
+		fail = true;
+	}
+	for (uint32_t i = qp->rq_head; i != qp->rq_tail; i++) {
+		struct rc_rwqe *r = rc_rq_at(qp, i);
+
+		if (!rc_sges_use(r->wr.sg_list, r->wr.num_sge, key))
+			continue;
+		r->m_bound = false;
+		if (i == qp->rq_head)
+			qp->resp.rwqe_bound = false;
+		memset(r->host, 0, sizeof(r->host));
+	}
+	if (qp->resp.in_msg == RC_MSG_WRITE && qp->resp.wleft > 0 && qp->resp.wkey == key)
+		qp->resp.wptr = NULL;
+	for (uint32_t i = 0; i < qp->resp.ring_count; i++) {
+		struct rc_resp *e = &qp->resp.ring[(qp->resp.ring_head + i) % RC_RESP_RING];
+
+		if (e->kind != RC_RESP_READ || e->left == 0 || e->rkey != key)
+			continue;
+		e->kind = RC_RESP_ACK;
+		e->syndrome = MR_AETH_NAK | MR_NAK_REM_ACCESS_ERR;
+		e->host = NULL;
+		e->left = 0;
+		if (qp->resp.rd_pending > 0)
+			qp->resp.rd_pending--;
+		nak = true;
+	}
+	if ((fail || nak) && qp->state != MR_QPS_ERR)
+		rc_qp_to_err(qp);
+}
+
 int mr_dereg(struct mr_memreg *mr)
 {
 	struct mr_ctx *ctx;
@@ -90,6 +160,9 @@ int mr_dereg(struct mr_memreg *mr)
 	if (mr == NULL)
 		return -EINVAL;
 	ctx = mr->ctx;
+	for (uint32_t i = 0; i < ctx->p.max_qp; i++)
+		if (ctx->qp_tab[i] != NULL && ctx->qp_tab[i]->init.pd == mr->pd)
+			rc_mr_revoke(ctx->qp_tab[i], mr->key);
 	slot = mr->key >> 8;
 	ctx->mr_tab[slot] = NULL;
 	ctx->mr_tag[slot]++; /* the old key is now stale */

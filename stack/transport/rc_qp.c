@@ -312,6 +312,11 @@ int mr_qp_modify(struct mr_qp *qp, const struct mr_qp_attr *a, uint32_t mask)
 
 	if (qp == NULL || a == NULL || (mask & ~known) || rc_check_values(a, mask))
 		return -EINVAL;
+	/* As rxe_qp_chk_attr: a path MTU above the port's is refused, never built into frames
+	 * the port cannot send (they would be dropped and the QP would retry until error). */
+	if ((mask & MR_QP_PATH_MTU) &&
+	    a->path_mtu > (qp->ctx->p.max_mtu ? qp->ctx->p.max_mtu : 4096u))
+		return -EINVAL;
 	cur = qp->state;
 	next = (mask & MR_QP_STATE) ? a->qp_state : cur;
 	attrs = mask & ~(uint32_t)MR_QP_STATE;
@@ -462,6 +467,12 @@ int mr_post_send(struct mr_qp *qp, const struct mr_send_wr *wr)
 	}
 	len = rc_sge_total(wr->sg_list, wr->num_sge);
 	if (len < 0)
+		return -EINVAL;
+	/* IBA 9.7.4.1.4 / 9.7.1: an RC READ takes one PSN per response packet and all of them are
+	 * outstanding at once, at most 2^23 - 1: a longer READ could never be sent (the QP would
+	 * stall with no completion). MetaRoCE asks in chunks (one PSN per MRT_RD_CHUNK packets). */
+	if (wr->opcode == MR_WR_RDMA_READ && qp->mrt == NULL &&
+	    rc_npkts((uint32_t)len, rc_mtu(qp)) > RC_MAX_INFLIGHT)
 		return -EINVAL;
 	if ((wr->send_flags & MR_SEND_INLINE) &&
 	    (rc_wr_is_rd_atomic(wr->opcode) || (uint64_t)len > qp->init.max_inline_data))

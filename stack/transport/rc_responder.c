@@ -299,10 +299,18 @@ static void rc_resp_write(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t n
 				return;
 			}
 			qp->resp.wptr = mr->host + (pkt->hdr.reth.va - mr->iova);
+			qp->resp.wkey = mr->key;
 		} else {
 			qp->resp.wptr = NULL;
 		}
 		qp->resp.wleft = qp->resp.wlen = dlen;
+	}
+	/* IBA 10.6.7: the app deregistered the region this WRITE targets after its FIRST packet
+	 * (mr_dereg revoked wptr): its R_Key is gone, so the rest is a remote access error
+	 * (IBA 9.7.5.2.3, class C), never a write into memory that may be unmapped. */
+	if (!rc_op_first(op) && qp->resp.wptr == NULL && qp->resp.wleft > 0) {
+		rc_resp_fatal(qp, MR_NAK_REM_ACCESS_ERR, pkt->hdr.psn);
+		return;
 	}
 	/* IBA 9.7.5.2.2: payload beyond the RETH length, or a message ending short of it. */
 	if (pkt->paylen > qp->resp.wleft || (rc_op_last(op) && pkt->paylen != qp->resp.wleft)) {
@@ -358,6 +366,7 @@ static void rc_resp_queue_read(struct mr_qp *qp, const struct mr_pkt *pkt, const
 	e->last_psn = mr_psn_add(pkt->hdr.psn, npkts - 1);
 	e->host = src;
 	e->left = pkt->hdr.reth.dlen;
+	e->rkey = pkt->hdr.reth.rkey;
 	e->msn = qp->resp.msn;
 	qp->resp.rd_pending++;
 }

@@ -511,6 +511,14 @@ static void test_completions_order(void **state)
 	env_close(&e);
 }
 
+static bool cond_events(struct harness *h, void *arg)
+{
+	struct mr_shm_server_stats st;
+
+	mr_shm_server_get_stats(h->srv, &st);
+	return st.events >= *(uint64_t *)arg;
+}
+
 static void test_event_fd(void **state)
 {
 	struct harness *h = *state;
@@ -551,24 +559,85 @@ static void test_event_fd(void **state)
 	assert_int_equal(fake_cq_push(&h->fb, 0, &w), 0);
 	assert_int_equal(poll(&pfd, 1, 5000), 1);
 	assert_int_equal(mrc_cq_ack_events(e.cq), 1);
-	/* An app that makes its eventfd blocking gets no wake-ups (the engine must never block). */
+	/* An app that makes its fd blocking still gets its wake-ups: the daemon's end is another
+	 * socket, sent on with MSG_DONTWAIT (the engine never blocks, test_event_fd_flood). */
 	{
 		int fl = fcntl(pfd.fd, F_GETFL);
 		struct mr_shm_server_stats st;
+		uint64_t want;
 
 		assert_int_equal(fcntl(pfd.fd, F_SETFL, fl & ~O_NONBLOCK), 0);
 		assert_int_equal(mrc_req_notify_cq(e.cq, false), 0);
 		w.wr_id = 14;
 		assert_int_equal(fake_cq_push(&h->fb, 0, &w), 0);
 		assert_int_equal(poll_n(e.cq, &out, 1), 1);
-		assert_int_equal(poll(&pfd, 1, 100), 0);
+		assert_int_equal(poll(&pfd, 1, 5000), 1);
+		assert_int_equal(mrc_cq_ack_events(e.cq), 1); /* drains without blocking */
+		assert_int_equal(mrc_cq_ack_events(e.cq), 0);
+		want = 3; /* counted by the server thread just after the send */
+		assert_true(harness_wait(h, cond_events, &want, 5000));
 		mr_shm_server_get_stats(h->srv, &st);
-		assert_int_equal(st.events_refused, 1);
-		assert_int_equal(st.events, 2);
+		assert_int_equal(st.events_refused, 0);
+		assert_int_equal(st.events, 3);
 		assert_int_equal(fcntl(pfd.fd, F_SETFL, fl), 0);
 	}
 	assert_int_equal(mrc_req_notify_cq(NULL, false), -EINVAL);
 	assert_int_equal(mrc_cq_event_fd(NULL), -EINVAL);
+	env_close(&e);
+}
+
+/* Issue 8 defect 5a: an app that makes its end of the wake-up blocking and never drains it,
+ * while arming and getting completions far more often than the socket buffer holds, cannot
+ * stall the engine: later completions still arrive at once, another CQ's wake-ups still
+ * work, and the events it did not read are still there to be acknowledged. */
+static void test_event_fd_flood(void **state)
+{
+	struct harness *h = *state;
+	struct env e;
+	struct mrc_cq *cq2;
+	struct mr_wc w = { .wr_id = 1, .opcode = MR_WC_SEND }, out;
+	struct pollfd pfd;
+	struct mr_shm_server_stats st;
+	uint64_t want;
+	int fl, i, n;
+
+	env_open(h, &e, 8, true);
+	cq2 = mrc_create_cq(e.s, 8);
+	assert_non_null(cq2);
+	pfd.fd = mrc_cq_event_fd(e.cq);
+	pfd.events = POLLIN;
+	fl = fcntl(pfd.fd, F_GETFL);
+	assert_int_equal(fcntl(pfd.fd, F_SETFL, fl & ~O_NONBLOCK), 0);
+	for (i = 0; i < 2000; i++) {
+		assert_int_equal(mrc_req_notify_cq(e.cq, false), 0);
+		w.wr_id = 100 + (uint64_t)i;
+		assert_int_equal(fake_cq_push(&h->fb, 0, &w), 0);
+		assert_int_equal(poll_n(e.cq, &out, 1), 1);
+		assert_int_equal(out.wr_id, 100 + (uint64_t)i);
+	}
+	/* The engine went on: the second CQ (backend CQ 1) is served and woken. */
+	mr_shm_server_get_stats(h->srv, &st);
+	want = st.events + 1;
+	assert_int_equal(mrc_req_notify_cq(cq2, false), 0);
+	w.wr_id = 7;
+	assert_int_equal(fake_cq_push(&h->fb, 1, &w), 0);
+	assert_int_equal(poll_n(cq2, &out, 1), 1);
+	assert_int_equal(out.wr_id, 7);
+	assert_true(harness_wait(h, cond_events, &want, 5000));
+	pfd.fd = mrc_cq_event_fd(cq2);
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	assert_int_equal(mrc_cq_ack_events(cq2), 1);
+	/* The flooded fd: readable, drains without blocking (some of the 2000 were dropped when
+	 * its buffer was full, which is fine: one pending event is all a waiter needs). */
+	pfd.fd = mrc_cq_event_fd(e.cq);
+	assert_int_equal(poll(&pfd, 1, 0), 1);
+	n = mrc_cq_ack_events(e.cq);
+	assert_true(n >= 1 && n <= 2000);
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	mr_shm_server_get_stats(h->srv, &st);
+	assert_int_equal(st.events_refused, 0);
+	assert_int_equal(fcntl(pfd.fd, F_SETFL, fl), 0);
+	assert_int_equal(mrc_destroy_cq(cq2), 0);
 	env_close(&e);
 }
 
@@ -821,19 +890,28 @@ static void test_isolation(void **state)
 	assert_int_equal(pipe(pfd), 0);
 	memset(&req, 0, sizeof(req));
 	req.u.create_cq.depth = 4;
-	assert_int_equal(raw_call(fd, MRC_CTL_CREATE_CQ, &req, pfd[1]), -EBADF); /* no eventfd */
+	assert_int_equal(raw_call(fd, MRC_CTL_CREATE_CQ, &req, pfd[1]), -EBADF); /* a pipe */
 	close(pfd[0]);
 	close(pfd[1]);
-	efd = eventfd(0, 0); /* blocking: refused */
+	/* An eventfd (its O_NONBLOCK is the app's to change) and a stream socket are refused;
+	 * a datagram socket is taken even in blocking mode (the daemon sends MSG_DONTWAIT). */
+	efd = eventfd(0, EFD_NONBLOCK);
 	memset(&req, 0, sizeof(req));
 	req.u.create_cq.depth = 4;
 	assert_int_equal(raw_call(fd, MRC_CTL_CREATE_CQ, &req, efd), -EBADF);
 	close(efd);
-	efd = eventfd(0, EFD_NONBLOCK);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, pfd), 0);
 	memset(&req, 0, sizeof(req));
 	req.u.create_cq.depth = 4;
-	assert_int_equal(raw_call(fd, MRC_CTL_CREATE_CQ, &req, efd), 0);
-	close(efd);
+	assert_int_equal(raw_call(fd, MRC_CTL_CREATE_CQ, &req, pfd[1]), -EBADF);
+	close(pfd[0]);
+	close(pfd[1]);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM, 0, pfd), 0);
+	memset(&req, 0, sizeof(req));
+	req.u.create_cq.depth = 4;
+	assert_int_equal(raw_call(fd, MRC_CTL_CREATE_CQ, &req, pfd[1]), 0);
+	close(pfd[0]);
+	close(pfd[1]);
 	{
 		char shortmsg[8] = { 1, 0, 2, 0 };
 		struct mrc_ctl_resp resp;
@@ -1264,6 +1342,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_post_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_completions_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_event_fd, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_event_fd_flood, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_calls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_server_rejects, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_isolation, setup, teardown),

@@ -438,6 +438,84 @@ static void test_qpn_next_fit(void **state)
 	mr_ctx_destroy(o.ctx);
 }
 
+/* Issue 8 defect 5b: an RC READ takes one PSN per response packet, all outstanding at once
+ * (IBA 9.7.1: at most 2^23 - 1). At MTU 256 a READ of more than (2^23 - 1) * 256 bytes could
+ * never be sent and stalled the QP with no completion: it is refused at post. */
+static void test_read_beyond_psn_space(void **state)
+{
+	struct mr_qp_attr a;
+	struct mr_send_wr wr;
+	struct one o;
+	const uint32_t limit = ((1u << 23) - 1) * 256u;
+
+	(void)state;
+	one_init(&o);
+	a = attr_for(MR_QPS_INIT);
+	assert_int_equal(mr_qp_modify(o.qp, &a, M_INIT), 0);
+	a = attr_for(MR_QPS_RTR);
+	a.path_mtu = 256;
+	assert_int_equal(mr_qp_modify(o.qp, &a, M_RTR), 0);
+	a = attr_for(MR_QPS_RTS);
+	assert_int_equal(mr_qp_modify(o.qp, &a, M_RTS), 0);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.opcode = MR_WR_RDMA_READ;
+	wr.num_sge = 1;
+	wr.sg_list[0].addr = (uint64_t)(uintptr_t)o.buf;
+	wr.sg_list[0].lkey = mr_memreg_lkey(o.mr);
+	wr.sg_list[0].length = limit + 1;
+	assert_int_equal(mr_post_send(o.qp, &wr), -EINVAL);
+	wr.sg_list[0].length = 1u << 31;
+	assert_int_equal(mr_post_send(o.qp, &wr), -EINVAL);
+	/* Exactly the PSN space is accepted (a WRITE of any legal size is, it streams). */
+	wr.sg_list[0].length = limit;
+	assert_int_equal(mr_post_send(o.qp, &wr), 0);
+	wr.opcode = MR_WR_RDMA_WRITE;
+	wr.sg_list[0].length = 1u << 31;
+	assert_int_equal(mr_post_send(o.qp, &wr), 0);
+	mr_ctx_destroy(o.ctx);
+}
+
+/* Issue 8 defect 5c: a path MTU above the port's (mr_ctx_params.max_mtu) is refused at
+ * modify_qp, as rxe_qp_chk_attr does, so no frame larger than the port's MTU is built. */
+static void test_path_mtu_above_port(void **state)
+{
+	struct mr_ctx_params p = { .max_qp = 4, .first_qpn = 2, .max_mr = 4, .seed = 1,
+				   .max_mtu = 1024 };
+	struct mr_qp_init_attr ia = { 0 };
+	struct mr_qp_attr a, q;
+	struct mr_ctx *ctx;
+	struct mr_cq *cq;
+	struct mr_qp *qp;
+
+	(void)state;
+	ctx = mr_ctx_create(&p);
+	assert_non_null(ctx);
+	ia.pd = mr_pd_alloc(ctx);
+	ia.send_cq = ia.recv_cq = cq = mr_cq_create(ctx, 16);
+	ia.max_send_wr = ia.max_recv_wr = 4;
+	qp = mr_qp_create(ctx, &ia);
+	assert_non_null(qp);
+	a = attr_for(MR_QPS_INIT);
+	assert_int_equal(mr_qp_modify(qp, &a, M_INIT), 0);
+	a = attr_for(MR_QPS_RTR);
+	a.path_mtu = 4096;
+	assert_int_equal(mr_qp_modify(qp, &a, M_RTR), -EINVAL);
+	a.path_mtu = 2048;
+	assert_int_equal(mr_qp_modify(qp, &a, M_RTR), -EINVAL);
+	assert_int_equal(mr_qp_state(qp), MR_QPS_INIT);
+	a.path_mtu = 1024;
+	assert_int_equal(mr_qp_modify(qp, &a, M_RTR), 0);
+	assert_int_equal(mr_qp_query(qp, &q), 0);
+	assert_int_equal(q.path_mtu, 1024);
+	(void)cq;
+	mr_ctx_destroy(ctx);
+	/* The port MTU itself must be an IB MTU. */
+	p.max_mtu = 1500;
+	assert_null(mr_ctx_create(&p));
+	assert_int_equal(errno, EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -447,6 +525,8 @@ int main(void)
 		cmocka_unit_test(test_bad_api),
 		cmocka_unit_test(test_bad_lkey),
 		cmocka_unit_test(test_qpn_next_fit),
+		cmocka_unit_test(test_read_beyond_psn_space),
+		cmocka_unit_test(test_path_mtu_above_port),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
