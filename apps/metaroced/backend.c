@@ -316,6 +316,7 @@ static int b_create_qp(void *bep, void *pd, void *send_cq, void *recv_cq,
 		.pd = pd, .send_cq = send_cq, .recv_cq = recv_cq,
 		.max_send_wr = caps->max_send_wr, .max_recv_wr = caps->max_recv_wr,
 		.max_inline_data = caps->max_inline_data, .sq_sig_all = caps->sq_sig_all,
+		.srq = caps->srq,
 	};
 	struct be_qp *q = calloc(1, sizeof(*q));
 
@@ -494,6 +495,26 @@ static int b_post_recv(void *bep, void *qp, const struct mr_recv_wr *wr)
 	return mr_post_recv(((struct be_qp *)qp)->qp, wr);
 }
 
+static int b_create_srq(void *bep, void *pd, uint32_t max_wr, void **srq)
+{
+	(void)bep;
+	errno = 0;
+	*srq = mr_srq_create(pd, max_wr);
+	return *srq != NULL ? 0 : errno ? -errno : -ENOMEM;
+}
+
+static int b_destroy_srq(void *bep, void *srq)
+{
+	(void)bep;
+	return mr_srq_destroy(srq);
+}
+
+static int b_post_srq_recv(void *bep, void *srq, const struct mr_recv_wr *wr)
+{
+	(void)bep;
+	return mr_post_srq_recv(srq, wr);
+}
+
 static const struct mr_shm_backend_ops be_ops = {
 	.query_port = b_query_port,
 	.alloc_pd = b_alloc_pd,
@@ -509,6 +530,9 @@ static const struct mr_shm_backend_ops be_ops = {
 	.destroy_qp = b_destroy_qp,
 	.post_send = b_post_send,
 	.post_recv = b_post_recv,
+	.create_srq = b_create_srq,
+	.destroy_srq = b_destroy_srq,
+	.post_srq_recv = b_post_srq_recv,
 };
 
 const struct mr_shm_backend_ops *mr_backend_ops(void)

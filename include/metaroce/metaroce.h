@@ -46,6 +46,7 @@ struct mrc_pd;
 struct mrc_mr;
 struct mrc_cq;
 struct mrc_qp;
+struct mrc_srq;
 
 /* ---- port ---- */
 enum mrc_port_state {           /* values as enum ibv_port_state */
@@ -167,6 +168,7 @@ struct mrc_qp_init_attr {
 	uint32_t max_recv_sge;
 	uint32_t max_inline_data;  /* <= port max_inline_data */
 	bool sq_sig_all;
+	struct mrc_srq *srq;       /* non-NULL: receives come from this SRQ (same PD) */
 };
 
 /* ---- session ---- */
@@ -234,6 +236,16 @@ MRC_API int mrc_post_recv(struct mrc_qp *qp, const struct mr_recv_wr *wr);
  * mrc_last_error()), or a negative errno if none was. */
 MRC_API int mrc_post_send_batch(struct mrc_qp *qp, const struct mr_send_wr *wrs, int n);
 MRC_API int mrc_post_recv_batch(struct mrc_qp *qp, const struct mr_recv_wr *wrs, int n);
+
+/* ---- shared receive queues (IBA 10.2.9.1) ----
+ * Receives posted to an SRQ are taken, in posting order, by whichever of its QPs gets a message
+ * first; completions appear on that QP's receive CQ with its qp_num. A WR with SGEs this session
+ * may not use is dropped by the daemon (counted) since no QP's CQ can report it yet. No SRQ
+ * limit events. -EBUSY from destroy while QPs use it. */
+MRC_API struct mrc_srq *mrc_create_srq(struct mrc_pd *pd, uint32_t max_wr, uint32_t max_sge);
+MRC_API int mrc_destroy_srq(struct mrc_srq *srq);
+MRC_API int mrc_post_srq_recv(struct mrc_srq *srq, const struct mr_recv_wr *wr);
+MRC_API uint32_t mrc_srq_size(const struct mrc_srq *srq); /* entries (power of two) */
 
 #ifdef __cplusplus
 }

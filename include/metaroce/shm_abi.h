@@ -197,7 +197,9 @@ enum mrc_ctl_op {
 	MRC_CTL_MODIFY_QP = 12,
 	MRC_CTL_QUERY_QP = 13,
 	MRC_CTL_DESTROY_QP = 14,
-	MRC_CTL_OP_MAX = 15,
+	MRC_CTL_CREATE_SRQ = 15, /* response + ring memfd (one RQ-format ring) */
+	MRC_CTL_DESTROY_SRQ = 16,
+	MRC_CTL_OP_MAX = 17,
 };
 
 struct mrc_ctl_hdr {
@@ -231,7 +233,9 @@ struct mrc_ctl_req {
 			uint32_t max_send_sge, max_recv_sge;
 			uint32_t max_inline_data;
 			uint32_t sq_sig_all;
+			uint32_t srq;    /* SRQ handle, 0 = none: then receives come from it */
 		} create_qp;
+		struct { uint32_t pd, max_wr, max_sge, reserved; } create_srq;
 		struct {
 			uint32_t qp;
 			uint32_t mask;   /* enum mrc_qp_attr_mask */
@@ -260,6 +264,7 @@ struct mrc_ctl_resp {
 			uint32_t reserved;
 		} create_qp;
 		struct mrc_qp_attr qp_attr;
+		struct { uint32_t handle, size, max_sge, reserved; uint64_t map_len; } create_srq;
 		uint8_t raw[240];
 	} u;
 };

@@ -116,6 +116,12 @@ void mrc_obj_free(struct mrc_obj *o)
 		munmap(qp->map, qp->map_len);
 		break;
 	}
+	case MRC_OBJ_SRQ: {
+		struct mrc_srq *q = (struct mrc_srq *)o;
+
+		munmap(q->map, q->map_len);
+		break;
+	}
 	default:
 		break;
 	}

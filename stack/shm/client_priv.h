@@ -11,7 +11,7 @@
 #include "metaroce/metaroce.h"
 #include "metaroce/shm_abi.h"
 
-enum mrc_obj_type { MRC_OBJ_BUF = 1, MRC_OBJ_PD, MRC_OBJ_MR, MRC_OBJ_CQ, MRC_OBJ_QP };
+enum mrc_obj_type { MRC_OBJ_BUF = 1, MRC_OBJ_PD, MRC_OBJ_MR, MRC_OBJ_CQ, MRC_OBJ_QP, MRC_OBJ_SRQ };
 
 /* Every client object starts with this link: mrc_close() frees what the app left open. */
 struct mrc_obj {
@@ -51,10 +51,21 @@ struct mrc_cq {
 	uint32_t qp_refs;
 };
 
+struct mrc_srq {
+	struct mrc_obj o;
+	struct mrc_pd *pd;
+	void *map;
+	size_t map_len;
+	struct mrc_ring_hdr *ring;
+	uint32_t size, prod, max_sge; /* private producer index */
+	uint32_t qp_refs;
+};
+
 struct mrc_qp {
 	struct mrc_obj o;
 	struct mrc_pd *pd;
 	struct mrc_cq *send_cq, *recv_cq;
+	struct mrc_srq *srq;        /* receives go to the SRQ instead of the RQ ring */
 	uint32_t qp_num;
 	void *map;
 	size_t map_len;

@@ -28,8 +28,9 @@ struct mrc_qp *mrc_create_qp(struct mrc_pd *pd, const struct mrc_qp_init_attr *i
 		errno = -mrc_fail(s, EINVAL, "mrc_create_qp: init attributes and both CQs needed");
 		return NULL;
 	}
-	if (init->send_cq->o.s != s || init->recv_cq->o.s != s) {
-		errno = -mrc_fail(s, EINVAL, "mrc_create_qp: CQ belongs to another session");
+	if (init->send_cq->o.s != s || init->recv_cq->o.s != s ||
+	    (init->srq != NULL && init->srq->o.s != s)) {
+		errno = -mrc_fail(s, EINVAL, "mrc_create_qp: CQ or SRQ belongs to another session");
 		return NULL;
 	}
 	if (init->qp_type != MRC_QPT_RC) {
@@ -61,6 +62,7 @@ struct mrc_qp *mrc_create_qp(struct mrc_pd *pd, const struct mrc_qp_init_attr *i
 	req.u.create_qp.max_recv_sge = init->max_recv_sge;
 	req.u.create_qp.max_inline_data = init->max_inline_data;
 	req.u.create_qp.sq_sig_all = init->sq_sig_all;
+	req.u.create_qp.srq = init->srq != NULL ? init->srq->o.handle : 0;
 	rc = mrc_rpc(s, MRC_CTL_CREATE_QP, &req, -1, &resp, &ring_fd);
 	if (rc < 0)
 		goto fail;
@@ -95,6 +97,9 @@ struct mrc_qp *mrc_create_qp(struct mrc_pd *pd, const struct mrc_qp_init_attr *i
 	qp->state = MR_QPS_RESET;
 	qp->send_cq->qp_refs++;
 	qp->recv_cq->qp_refs++;
+	qp->srq = init->srq;
+	if (qp->srq != NULL)
+		qp->srq->qp_refs++;
 	mrc_obj_link(s, &qp->o, MRC_OBJ_QP, qp->o.handle);
 	return qp;
 fail_destroy:
@@ -186,6 +191,8 @@ int mrc_destroy_qp(struct mrc_qp *qp)
 		return rc;
 	qp->send_cq->qp_refs--;
 	qp->recv_cq->qp_refs--;
+	if (qp->srq != NULL)
+		qp->srq->qp_refs--;
 	mrc_obj_unlink(&qp->o);
 	mrc_obj_free(&qp->o);
 	return 0;
@@ -326,6 +333,9 @@ static int rq_write(struct mrc_qp *qp, const struct mr_recv_wr *wr)
 
 	if (wr == NULL)
 		return mrc_fail(qp->o.s, EINVAL, "mrc_post_recv: wr is NULL");
+	if (qp->srq != NULL)
+		return mrc_fail(qp->o.s, EINVAL, "mrc_post_recv: QP %u takes its receives from "
+				"an SRQ (mrc_post_srq_recv)", qp->qp_num);
 	/* IBA 10.8.2: receives may be posted from INIT on. */
 	if (qp->state == MR_QPS_RESET)
 		return mrc_fail(qp->o.s, EINVAL, "mrc_post_recv: QP %u is in RESET", qp->qp_num);

@@ -17,6 +17,7 @@ enum mr_shm_obj_type {
 	MR_SHM_OBJ_MR,
 	MR_SHM_OBJ_CQ,
 	MR_SHM_OBJ_QP,
+	MR_SHM_OBJ_SRQ,
 };
 
 struct mr_shm_hslot {

@@ -30,6 +30,7 @@ struct mr_shm_qp_caps {
 	uint32_t max_send_sge, max_recv_sge;
 	uint32_t max_inline_data;
 	bool sq_sig_all;
+	void *srq;            /* backend SRQ the QP takes its receives from, or NULL */
 };
 
 /* What the server needs from the transport. `be` is the backend pointer given at creation;
@@ -64,6 +65,10 @@ struct mr_shm_backend_ops {
 	int (*destroy_qp)(void *be, void *qp);
 	int (*post_send)(void *be, void *qp, const struct mr_send_wr *wr);
 	int (*post_recv)(void *be, void *qp, const struct mr_recv_wr *wr);
+	/* Shared receive queues (rc.h mr_srq_*); NULL: -EOPNOTSUPP to the app. */
+	int (*create_srq)(void *be, void *pd, uint32_t max_wr, void **srq);
+	int (*destroy_srq)(void *be, void *srq);
+	int (*post_srq_recv)(void *be, void *srq, const struct mr_recv_wr *wr);
 };
 
 struct mr_shm_server_params {

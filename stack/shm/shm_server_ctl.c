@@ -371,12 +371,20 @@ static int do_create_qp(struct mr_shm_session *s, const struct mrc_ctl_req *req,
 	struct mr_shm_pd *pd = mr_shm_htab_get(&s->h, c->pd, MR_SHM_OBJ_PD);
 	struct mr_shm_cq *scq = mr_shm_htab_get(&s->h, c->send_cq, MR_SHM_OBJ_CQ);
 	struct mr_shm_cq *rcq = mr_shm_htab_get(&s->h, c->recv_cq, MR_SHM_OBJ_CQ);
+	struct mr_shm_srq *srq = NULL;
 	struct mr_shm_qp *qp;
 	size_t sq_bytes;
 	int rc, fd;
 
 	if (pd == NULL || scq == NULL || rcq == NULL)
 		return -ENOENT;
+	if (c->srq != 0) {
+		srq = mr_shm_htab_get(&s->h, c->srq, MR_SHM_OBJ_SRQ);
+		if (srq == NULL)
+			return -ENOENT;
+		if (srq->pd != pd)
+			return -EINVAL; /* the transport binds SRQ receives in the QP's PD */
+	}
 	if (c->qp_type != MRC_QPT_RC)
 		return -EOPNOTSUPP;
 	if (c->max_send_wr == 0 || c->max_send_wr > MRC_RING_MAX_ENTRIES ||
@@ -394,6 +402,7 @@ static int do_create_qp(struct mr_shm_session *s, const struct mrc_ctl_req *req,
 	qp->caps.max_recv_sge = c->max_recv_sge ? c->max_recv_sge : 1;
 	qp->caps.max_inline_data = c->max_inline_data;
 	qp->caps.sq_sig_all = c->sq_sig_all != 0;
+	qp->caps.srq = srq != NULL ? srq->be : NULL;
 	sq_bytes = mrc_ring_bytes(qp->sq_size, sizeof(struct mrc_sqe));
 	qp->map_len = sq_bytes + mrc_ring_bytes(qp->rq_size, sizeof(struct mrc_rqe));
 	fd = ring_memfd("metaroce-qp", qp->map_len, &qp->map);
@@ -418,6 +427,9 @@ static int do_create_qp(struct mr_shm_session *s, const struct mrc_ctl_req *req,
 	qp->pd = pd;
 	qp->send_cq = scq;
 	qp->recv_cq = rcq;
+	qp->srq = srq;
+	if (srq != NULL)
+		srq->refs++;
 	pd->refs++;
 	scq->refs++;
 	rcq->refs++;
@@ -458,6 +470,8 @@ static int qp_release(struct mr_shm_session *s, struct mr_shm_qp *qp)
 	qp->pd->refs--;
 	qp->send_cq->refs--;
 	qp->recv_cq->refs--;
+	if (qp->srq != NULL)
+		qp->srq->refs--;
 	munmap(qp->map, qp->map_len);
 	mr_shm_htab_del(&s->h, qp->handle, MR_SHM_OBJ_QP);
 	free(qp);
@@ -497,6 +511,92 @@ static int do_destroy_qp(struct mr_shm_session *s, uint32_t handle)
 }
 
 /* Descriptors each request must carry. */
+/* A shared receive queue: one RQ-format ring the app posts to; the data path hands its
+ * entries to the backend SRQ (shm_server_data.c srq_drain). */
+static int do_create_srq(struct mr_shm_session *s, const struct mrc_ctl_req *req,
+			 struct mrc_ctl_resp *resp, int *out_fd)
+{
+	struct mr_shm_server *srv = s->srv;
+	const __typeof__(req->u.create_srq) *c = &req->u.create_srq;
+	struct mr_shm_pd *pd = mr_shm_htab_get(&s->h, c->pd, MR_SHM_OBJ_PD);
+	struct mr_shm_srq *q;
+	int rc, fd;
+
+	if (pd == NULL)
+		return -ENOENT;
+	if (srv->ops->create_srq == NULL)
+		return -EOPNOTSUPP;
+	if (c->max_wr == 0 || c->max_wr > MRC_RING_MAX_ENTRIES || c->max_sge > MRC_RQE_MAX_SGE)
+		return -EINVAL;
+	q = calloc(1, sizeof(*q));
+	if (q == NULL)
+		return -ENOMEM;
+	q->size = pow2_at_least(c->max_wr);
+	q->max_sge = c->max_sge ? c->max_sge : 1;
+	q->map_len = mrc_ring_bytes(q->size, sizeof(struct mrc_rqe));
+	fd = ring_memfd("metaroce-srq", q->map_len, &q->map);
+	if (fd < 0) {
+		free(q);
+		return fd;
+	}
+	q->ring = q->map;
+	ring_init(q->ring, q->size, sizeof(struct mrc_rqe));
+	rc = srv->ops->create_srq(srv->be, pd->be, q->size, &q->be);
+	if (rc < 0)
+		goto fail;
+	q->handle = mr_shm_htab_add(&s->h, MR_SHM_OBJ_SRQ, q);
+	if (q->handle == 0) {
+		srv->ops->destroy_srq(srv->be, q->be);
+		rc = -ENOSPC;
+		goto fail;
+	}
+	q->pd = pd;
+	pd->refs++;
+	q->next = s->srqs;
+	s->srqs = q;
+	resp->u.create_srq.handle = q->handle;
+	resp->u.create_srq.size = q->size;
+	resp->u.create_srq.max_sge = q->max_sge;
+	resp->u.create_srq.map_len = q->map_len;
+	*out_fd = fd;
+	return 0;
+fail:
+	munmap(q->map, q->map_len);
+	close(fd);
+	free(q);
+	return rc;
+}
+
+static int srq_release(struct mr_shm_session *s, struct mr_shm_srq *q)
+{
+	struct mr_shm_srq **pp;
+	int rc;
+
+	if (q->refs > 0)
+		return -EBUSY; /* IBA 11.2.3.4: not while QPs are associated with it */
+	rc = s->srv->ops->destroy_srq(s->srv->be, q->be);
+	if (rc < 0)
+		return rc;
+	for (pp = &s->srqs; *pp != NULL; pp = &(*pp)->next) {
+		if (*pp == q) {
+			*pp = q->next;
+			break;
+		}
+	}
+	q->pd->refs--;
+	munmap(q->map, q->map_len);
+	mr_shm_htab_del(&s->h, q->handle, MR_SHM_OBJ_SRQ);
+	free(q);
+	return 0;
+}
+
+static int do_destroy_srq(struct mr_shm_session *s, uint32_t handle)
+{
+	struct mr_shm_srq *q = mr_shm_htab_get(&s->h, handle, MR_SHM_OBJ_SRQ);
+
+	return q == NULL ? -ENOENT : srq_release(s, q);
+}
+
 static unsigned int fds_expected(uint16_t op)
 {
 	return op == MRC_CTL_MAP_BUF || op == MRC_CTL_CREATE_CQ ? 1 : 0;
@@ -576,6 +676,12 @@ void mr_shm_ctl_handle(struct mr_shm_session *s, const void *msg, size_t len, in
 	case MRC_CTL_DESTROY_QP:
 		rc = do_destroy_qp(s, req.u.obj.handle);
 		break;
+	case MRC_CTL_CREATE_SRQ:
+		rc = do_create_srq(s, &req, resp, out_fd);
+		break;
+	case MRC_CTL_DESTROY_SRQ:
+		rc = do_destroy_srq(s, req.u.obj.handle);
+		break;
 	default:
 		rc = -EOPNOTSUPP;
 		break;
@@ -609,6 +715,16 @@ void mr_shm_session_reclaim(struct mr_shm_session *s)
 			s->qps = qp->next;
 			munmap(qp->map, qp->map_len);
 			free(qp);
+		}
+	}
+	while (s->srqs != NULL) { /* after the QPs that used them */
+		struct mr_shm_srq *q = s->srqs;
+
+		if (srq_release(s, q) < 0) {
+			s->srqs = q->next;
+			q->pd->refs--;
+			munmap(q->map, q->map_len);
+			free(q);
 		}
 	}
 	while (s->mrs != NULL) {

@@ -33,19 +33,25 @@ static struct mr_shm_mr *mr_by_lkey(struct mr_shm_session *s, uint32_t lkey)
 /* IBA 10.6.3 / C10-10: an L_Key is valid only for QPs of the MR's PD, and the SGE must lie
  * within the region. Memory the engine writes (receives, READ/atomic results) needs local
  * write access (IBA 10.6.3.1). Returns 0 or the completion status to report. */
-static int sge_check(struct mr_shm_session *s, const struct mr_shm_qp *qp,
-		     const struct mr_sge *sg, bool write)
+static int sge_check_pd(struct mr_shm_session *s, const struct mr_shm_pd *pd,
+			const struct mr_sge *sg, bool write)
 {
 	struct mr_shm_mr *mr;
 
 	if (sg->length == 0)
 		return 0;
 	mr = mr_by_lkey(s, sg->lkey);
-	if (mr == NULL || mr->pd != qp->pd || (write && !(mr->access & MR_ACCESS_LOCAL_WRITE)))
+	if (mr == NULL || mr->pd != pd || (write && !(mr->access & MR_ACCESS_LOCAL_WRITE)))
 		return MR_WC_LOC_PROT_ERR;
 	if (sg->addr < mr->iova || sg->length > mr->len || sg->addr - mr->iova > mr->len - sg->length)
 		return MR_WC_LOC_PROT_ERR;
 	return 0;
+}
+
+static int sge_check(struct mr_shm_session *s, const struct mr_shm_qp *qp,
+		     const struct mr_sge *sg, bool write)
+{
+	return sge_check_pd(s, qp->pd, sg, write);
 }
 
 static uint32_t wc_opcode_of(uint32_t wr_opcode)
@@ -319,8 +325,59 @@ static int qp_drain_rq(struct mr_shm_session *s, struct mr_shm_qp *qp)
 	return n;
 }
 
+/* SRQ ring -> backend SRQ. A WQE whose SGEs this session may not use has no QP yet whose CQ
+ * could report it, so it is refused here (counted in wr_rejected) and never reaches the
+ * transport, where another session's lkey of the same engine could resolve. */
+static int srq_drain(struct mr_shm_session *s, struct mr_shm_srq *q)
+{
+	const struct mr_shm_backend_ops *ops = s->srv->ops;
+	uint32_t ready = mrc_ring_ready(q->ring, q->cons);
+	int n = 0;
+
+	if (ready > q->size) {
+		q->broken = true;
+		s->srv->st.ring_corrupt++;
+		return 0;
+	}
+	while (ready > 0 && n < WR_BUDGET) {
+		struct mrc_rqe e;
+		struct mr_recv_wr wr;
+		int st = 0;
+
+		memcpy(&e, mrc_ring_entry(q->ring, q->cons, q->size - 1, sizeof(e)), sizeof(e));
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = e.wr_id;
+		if (e.num_sge > q->max_sge)
+			st = MR_WC_LOC_QP_OP_ERR;
+		wr.num_sge = st == 0 ? e.num_sge : 0;
+		for (uint32_t i = 0; i < wr.num_sge && st == 0; i++) {
+			wr.sg_list[i] = e.sge[i];
+			st = sge_check_pd(s, q->pd, &wr.sg_list[i], true);
+		}
+		if (st == 0) {
+			int rc = ops->post_srq_recv(s->srv->be, q->be, &wr);
+
+			if (rc == -ENOMEM || rc == -EAGAIN)
+				break;
+			if (rc < 0)
+				st = MR_WC_LOC_QP_OP_ERR;
+		}
+		if (st == 0)
+			s->srv->st.recv_wrs++;
+		else
+			s->srv->st.wr_rejected++;
+		q->cons++;
+		ready--;
+		n++;
+	}
+	if (n > 0)
+		mrc_ring_consume(q->ring, q->cons);
+	return n;
+}
+
 int mr_shm_session_poll_data(struct mr_shm_session *s)
 {
+	struct mr_shm_srq *q;
 	struct mr_shm_qp *qp;
 	struct mr_shm_cq *cq;
 	int work = 0;
@@ -331,6 +388,9 @@ int mr_shm_session_poll_data(struct mr_shm_session *s)
 		work += qp_drain_rq(s, qp);
 		work += qp_drain_sq(s, qp);
 	}
+	for (q = s->srqs; q != NULL; q = q->next)
+		if (!q->broken)
+			work += srq_drain(s, q);
 	for (cq = s->cqs; cq != NULL; cq = cq->next)
 		work += mr_shm_cq_drain(s, cq);
 	return work;

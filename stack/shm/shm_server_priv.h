@@ -53,12 +53,26 @@ struct mr_shm_cq {
 	struct mr_shm_cq *next;
 };
 
+struct mr_shm_srq {
+	uint32_t handle;
+	void *be;
+	struct mr_shm_pd *pd;
+	uint32_t refs;                /* QPs */
+	void *map;
+	size_t map_len;
+	struct mrc_ring_hdr *ring;
+	uint32_t size, cons, max_sge; /* private copies */
+	bool broken;
+	struct mr_shm_srq *next;
+};
+
 struct mr_shm_qp {
 	uint32_t handle;
 	void *be;
 	uint32_t qp_num;
 	struct mr_shm_pd *pd;
 	struct mr_shm_cq *send_cq, *recv_cq;
+	struct mr_shm_srq *srq;
 	void *map;
 	size_t map_len;
 	struct mrc_ring_hdr *sq, *rq;
@@ -79,6 +93,7 @@ struct mr_shm_session {
 	struct mr_shm_htab h;
 	struct mr_shm_qp *qps;
 	struct mr_shm_cq *cqs;
+	struct mr_shm_srq *srqs;
 	struct mr_shm_mr *mrs;
 	struct mr_shm_mr *last_mr;    /* lkey lookup cache (NULL when that MR goes) */
 	struct mr_shm_session *next;
