@@ -648,13 +648,13 @@ int mrt_resp_tx(struct mr_qp *qp, uint64_t now, struct mr_tx_pkt *out)
 		h->mreth.msg_seq = e->msg_seq;
 		h->mreth.offset = e->off + i * mtu;
 		h->mreth.msg_len = e->msg_len;
-		if (n > 0) {
+		if (n > 0) { /* a zero-length READ has no source (host NULL: C11 6.5.6) */
 			out->iov[0].base = e->host;
 			out->iov[0].len = n;
 			out->niov = 1;
+			e->host += n;
 		}
 		out->paylen = n;
-		e->host += n;
 		e->left -= n;
 		e->first_psn++;
 		done = e->first_psn >= cnt;

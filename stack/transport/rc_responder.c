@@ -670,13 +670,13 @@ int rc_resp_tx(struct mr_qp *qp, struct mr_tx_pkt *out)
 			h->opcode = MR_OP_RC_READ_RESPONSE_LAST;
 		else
 			h->opcode = MR_OP_RC_READ_RESPONSE_MIDDLE;
-		if (n > 0) {
+		if (n > 0) { /* a zero-length READ has no source (host NULL: C11 6.5.6) */
 			out->iov[0].base = e->host;
 			out->iov[0].len = n;
 			out->niov = 1;
+			e->host += n;
 		}
 		out->paylen = n;
-		e->host += n;
 		e->left -= n;
 		done = e->psn == e->last_psn;
 		e->psn = mr_psn_add(e->psn, 1);
