@@ -317,6 +317,23 @@ int fz_transport_run(const uint8_t *data, size_t size, enum mr_transport t)
 		if ((why = live_check_queues(l)) != NULL)
 			die(why);
 	}
+	if (getenv("FZ_VERBOSE") != NULL) {
+		struct mr_qp_stats st;
+		struct mr_ctx_stats cs;
+
+		mr_qp_get_stats(l->b.qp, &st);
+		mr_ctx_get_stats(l->b.ctx, &cs);
+		fprintf(stderr, "B: state %d rx %llu tx %llu dropped %llu dup %llu ooo %llu "
+			"naks sent seq %llu inv %llu acc %llu rnr %llu; ctx unknown_qp %llu "
+			"bad_src %llu; held %u posted %u\n", mr_qp_state(l->b.qp),
+			(unsigned long long)st.rx_pkts, (unsigned long long)st.tx_pkts,
+			(unsigned long long)st.dropped, (unsigned long long)st.duplicate_requests,
+			(unsigned long long)st.out_of_sequence, (unsigned long long)st.seq_naks_sent,
+			(unsigned long long)st.inv_req_naks_sent,
+			(unsigned long long)st.rem_access_naks_sent,
+			(unsigned long long)st.rnr_naks_sent, (unsigned long long)cs.rx_unknown_qp,
+			(unsigned long long)cs.rx_bad_source, l->nheld_ab, l->nposted);
+	}
 	if ((why = live_finish(l)) != NULL)
 		die(why);
 	live_destroy(l);
