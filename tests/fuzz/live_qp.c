@@ -678,6 +678,11 @@ static void pump(struct live *l, uint64_t max_ns)
 	}
 }
 
+void live_settle(struct live *l)
+{
+	pump(l, 1000000000ull);
+}
+
 const char *live_legit_transfer(struct live *l, uint32_t off, uint32_t len)
 {
 	uint64_t rw = (uint64_t)(uintptr_t)live_addr(l, LR_RW, 0);

@@ -131,6 +131,9 @@ const char *live_check_memory(struct live *l);
  * B's QP to ERR and every WR completed exactly once. Returns NULL or the violation. */
 const char *live_finish(struct live *l);
 
+/* Deliver every held packet and move traffic both ways (with timers) until quiet. */
+void live_settle(struct live *l);
+
 /* Legitimate transfer A->B after hostile traffic: A writes len bytes into B's RW region at
  * off and then SENDs them into a fresh receive; checks the bytes. NULL or the failure. */
 const char *live_legit_transfer(struct live *l, uint32_t off, uint32_t len);
