@@ -286,9 +286,30 @@ void live_destroy(struct live *l)
 	free(l);
 }
 
+/* A response (ACK/NAK, READ response, atomic ACK) whose PSN lies outside the requests B has
+ * outstanding, [oldest, next), refers to nothing B sent (IBA 9.7.5.1): it may be dropped but
+ * must never fail B's QP (issue 8 defect 3). */
+static bool response_outside_window(const struct live *l, const struct mr_pkt *pkt)
+{
+	uint8_t b = mr_opcode_base(pkt->hdr.opcode);
+	uint32_t oldest = live_b_req_oldest(l), next = live_b_req_next(l);
+
+	if (pkt->hdr.dqpn != mr_qp_num(l->b.qp) ||
+	    (mr_opcode_is_metaroce(pkt->hdr.opcode) != (l->b.qp->mrt != NULL)) ||
+	    b < MR_OP_RC_READ_RESPONSE_FIRST || b > MR_OP_RC_ATOMIC_ACK)
+		return false;
+	return mr_psn_cmp(pkt->hdr.psn, oldest) < 0 || mr_psn_cmp(pkt->hdr.psn, next) >= 0;
+}
+
 void live_rx_b(struct live *l, const struct mr_pkt *pkt)
 {
+	bool outside = response_outside_window(l, pkt);
+	enum mr_qp_state st = mr_qp_state(l->b.qp);
+
 	mr_ctx_rx(l->b.ctx, pkt, l->now);
+	if (outside && st == MR_QPS_RTS && mr_qp_state(l->b.qp) == MR_QPS_ERR)
+		fail(l, "B's requester failed its QP on a response for a PSN it never sent "
+			"(defect 3)");
 }
 
 /* Build a frame for hdr on path (sport overrides), parse it with ICRC, deliver to `to`.
@@ -312,7 +333,10 @@ static int deliver(struct live *l, struct live_side *to, const struct mr_path *p
 		fail(l, "mr_frame_build produced a frame mr_frame_parse rejects");
 		return -2;
 	}
-	mr_ctx_rx(to->ctx, &pkt, l->now);
+	if (to == &l->b)
+		live_rx_b(l, &pkt);
+	else
+		mr_ctx_rx(to->ctx, &pkt, l->now);
 	return MR_PARSE_OK;
 }
 
@@ -343,7 +367,7 @@ int live_inject_frame(struct live *l, const uint8_t *frame, uint32_t len, bool c
 		    (size_t)(pkt.payload - frame) > len - pkt.paylen)
 			fail(l, "mr_frame_parse: payload outside the frame");
 		else
-			mr_ctx_rx(l->b.ctx, &pkt, l->now);
+			live_rx_b(l, &pkt);
 	}
 	return r;
 }

@@ -22,7 +22,7 @@
 
 #define LIVE_GUARD 64          /* guard bytes around every region */
 #define LIVE_GUARD_BYTE 0xa5
-#define LIVE_HELD 256          /* held packets per direction */
+#define LIVE_HELD 64           /* held packets per direction */
 #define LIVE_MAX_WR 512        /* WRs B may post in one run (wr_id bookkeeping) */
 #define LIVE_RECV_BUF 2048
 #define LIVE_NRECV 4

@@ -76,6 +76,37 @@ static void defect1_write_imm_pair_one_receive(void **state)
 	after_reused_msg_seq(l);
 }
 
+/* Defect 1, second half: a SEND whose msg_seq skips a receive (msg_seq 1 at ePSN, two
+ * receives posted) lands in receive 1. Whatever B does (NAK, drop, or complete), a successful
+ * receive completion must be for the receive holding the data, with its length. */
+static void defect1_msg_seq_skips_a_receive(void **state)
+{
+	struct live *l = h_live(MR_TRANSPORT_METAROCE, false);
+	uint32_t epsn = live_b_epsn(l);
+	struct mr_roce_hdrs h;
+	struct mr_wc wc[4];
+	int n;
+
+	(void)state;
+	assert_int_equal(live_post_recv(l, 0, LIVE_RECV_BUF), 0);
+	assert_int_equal(live_post_recv(l, 1, LIVE_RECV_BUF), 0);
+	h = send_only(l, epsn, 1, 64);
+	h_inject(l, &h, pat, 64);
+	live_b_tx(l, 0, false, NULL, 0);
+	n = mr_cq_poll(l->b.rcq, 4, wc);
+	for (int i = 0; i < n; i++) {
+		uint64_t idx = wc[i].wr_id - LIVE_WRID_BASE;
+
+		assert_true(idx < l->nposted);
+		l->completed[idx] = 1;
+		if (wc[i].status != MR_WC_SUCCESS)
+			continue;
+		assert_int_equal(wc[i].byte_len, 64);
+		assert_memory_equal(live_addr(l, LR_RECV, l->recv_buf[idx] * LIVE_RECV_BUF), pat, 64);
+	}
+	h_end(l, false);
+}
+
 /* A msg_seq far ahead of every posted receive: silently dropped and counted, never placed. */
 static void msg_seq_absurd(void **state)
 {
@@ -216,6 +247,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(defect1_send_pair_one_receive),
 		cmocka_unit_test(defect1_write_imm_pair_one_receive),
+		cmocka_unit_test(defect1_msg_seq_skips_a_receive),
 		cmocka_unit_test(msg_seq_absurd),
 		cmocka_unit_test(hostile_offsets),
 		cmocka_unit_test(hostile_sack_blocks),
