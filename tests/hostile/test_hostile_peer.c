@@ -119,6 +119,16 @@ static struct mr_roce_hdrs r_over_2g(struct live *l, uint32_t psn)
 	return h;
 }
 
+/* MetaRoCE serves a READ request in chunks of at most MRT_RD_CHUNK response packets; a
+ * longer one is an invalid request. RC: longer than the region, an access error. */
+static struct mr_roce_hdrs r_over_chunk(struct live *l, uint32_t psn)
+{
+	struct mr_roce_hdrs h = r_over_region(l, psn);
+
+	h.reth.dlen = h.mreth.msg_len = (MRT_RD_CHUNK + 1) * 1024;
+	return h;
+}
+
 static struct mr_roce_hdrs atomic_ro(struct live *l, uint32_t psn)
 {
 	struct mr_roce_hdrs h = h_hdr(l, MR_OP_RC_FETCH_ADD, psn);
@@ -156,6 +166,8 @@ static void oversize_read(void **state)
 {
 	expect_fatal(tr(state), r_over_region, NAK_ACCESS, 0);
 	expect_fatal(tr(state), r_over_2g, NAK_INV, 0);
+	expect_fatal(tr(state), r_over_chunk,
+		     tr(state) == MR_TRANSPORT_METAROCE ? NAK_INV : NAK_ACCESS, 0);
 }
 
 /* RC: one PSN sequence NAK for ePSN (IBA 9.7.5.2.1), then silence; MetaRoCE: a PSN beyond any
