@@ -67,21 +67,35 @@ for t in $TARGETS; do
 	log=$out/log.txt
 	dictarg=()
 	[ -f "$dict" ] && dictarg=(-dict="$dict")
-	# Regressions first: each is a past crash that must stay fixed.
+	# Regressions first, one run each so that every one still failing is named; then the
+	# corpus in one run.
+	bad=0
+	nrep=0
+	for f in "$regr"/*; do
+		[ -f "$f" ] || continue
+		nrep=$((nrep + 1))
+		if ! "$bin" -runs=0 -timeout=25 -rss_limit_mb=2048 "$f" >"$out/replay.txt" 2>&1; then
+			echo "FAIL $t: regression $(basename "$f") crashes:"
+			grep -E "INVARIANT|runtime error|ERROR: AddressSanitizer|SUMMARY: Address" \
+				"$out/replay.txt" | head -3 | sed 's/^/    /'
+			bad=$((bad + 1))
+		fi
+	done
 	files=()
-	for f in "$regr"/* "$corpus"/*; do
+	for f in "$corpus"/*; do
 		[ -f "$f" ] && files+=("$f")
 	done
-	if [ ${#files[@]} -gt 0 ]; then
-		if ! "$bin" -runs=0 -timeout=25 -rss_limit_mb=2048 "${files[@]}" >"$out/replay.txt" 2>&1; then
-			echo "FAIL $t: a corpus/regression input crashes (see $out/replay.txt)"
-			grep -E "INVARIANT|ERROR: |Running: |SUMMARY" "$out/replay.txt" | head -8
-			status=1
-			[ "$MODE" = replay ] && continue
-		fi
+	if [ ${#files[@]} -gt 0 ] &&
+	   ! "$bin" -runs=0 -timeout=25 -rss_limit_mb=2048 "${files[@]}" >"$out/replay.txt" 2>&1; then
+		echo "FAIL $t: a corpus input crashes (see $out/replay.txt):"
+		grep -E "Running: |INVARIANT|runtime error|ERROR: AddressSanitizer" "$out/replay.txt" |
+			tail -3 | sed 's/^/    /'
+		bad=$((bad + 1))
 	fi
+	[ $bad -gt 0 ] && status=1
 	if [ "$MODE" = replay ]; then
-		summary="$summary$(printf '%-7s replayed %d inputs: ok' "$t" "${#files[@]}")\n"
+		summary="$summary$(printf '%-7s replayed %d regressions + %d corpus inputs: %s' "$t" \
+			"$nrep" "${#files[@]}" "$([ $bad -eq 0 ] && echo ok || echo "$bad FAILED")")\n"
 		continue
 	fi
 	# CPU time of the fuzzer (children's user+sys of this shell, in clock ticks).
