@@ -180,6 +180,15 @@ static void hostile_offsets(void **state)
 	h.opcode = MR_OP_MRC_WRITE_LAST;
 	h.mreth.offset = 0xfffffc00u;
 	expect_nak(l, &h, 1023, NAK_INV);
+	/* a READ whose range starts past the end of its message */
+	l = h_live(MR_TRANSPORT_METAROCE, false);
+	h = h_hdr(l, MR_OP_RC_READ_REQUEST, live_b_epsn(l));
+	h.reth.va = h_va(l, LR_RW, 0);
+	h.reth.rkey = l->key[LR_RW];
+	h.reth.dlen = 1024;
+	h.mreth.msg_len = 1024;
+	h.mreth.offset = 4096;
+	expect_nak(l, &h, 0, NAK_INV);
 	/* the legal version of the third case is placed */
 	l = h_live(MR_TRANSPORT_METAROCE, false);
 	h = h_write(l, live_b_epsn(l), h_va(l, LR_RW, 0), l->key[LR_RW], 16384);
