@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: MIT
+ * Fuzz target: the MetaRoCE responder and completer (docs/metaroce-wire.md) against a live QP
+ * (fz_transport.c).
+ */
+#include "fz_transport.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	return fz_transport_run(data, size, MR_TRANSPORT_METAROCE);
+}
