@@ -71,7 +71,7 @@ static struct mrc_qp *make_qp(struct mrc_pd *pd, struct mrc_cq *cq, uint32_t wr)
 	return mrc_create_qp(pd, &init);
 }
 
-static void to_rts(struct mrc_qp *qp, uint32_t dest)
+static void to_rts_mtu(struct mrc_qp *qp, uint32_t dest, uint32_t mtu)
 {
 	struct mrc_qp_attr a;
 
@@ -83,7 +83,7 @@ static void to_rts(struct mrc_qp *qp, uint32_t dest)
 	a.qp_state = MR_QPS_RTR;
 	a.dest_qp_num = dest;
 	a.rq_psn = 0x123456;
-	a.path_mtu = 1024;
+	a.path_mtu = mtu;
 	memcpy(a.path.dgid, "\0\0\0\0\0\0\0\0\0\0\xff\xff\x0a\x00\x00\x02", 16);
 	a.path.udp_sport = 0xc001;
 	assert_int_equal(mrc_modify_qp(qp, &a, MRC_QP_STATE | MRC_QP_PATH | MRC_QP_PATH_MTU |
@@ -97,6 +97,11 @@ static void to_rts(struct mrc_qp *qp, uint32_t dest)
 	assert_int_equal(mrc_modify_qp(qp, &a, MRC_QP_STATE | MRC_QP_SQ_PSN | MRC_QP_TIMEOUT |
 				       MRC_QP_RETRY_CNT | MRC_QP_RNR_RETRY |
 				       MRC_QP_MAX_QP_RD_ATOMIC), 0);
+}
+
+static void to_rts(struct mrc_qp *qp, uint32_t dest)
+{
+	to_rts_mtu(qp, dest, 1024);
 }
 
 static void env_open(struct harness *h, struct env *e, uint32_t cq_depth, bool rts)
@@ -737,6 +742,29 @@ static void test_session_quotas(void **state)
 	(void)cq3;
 	(void)qp3;
 	harness_stop(&h);
+}
+
+/* Issue 8 defect 5b at the API: an RC READ needing more than 2^23 - 1 response PSNs (only
+ * possible at path MTU 256) is refused at post with a message, never queued to stall. */
+static void test_read_beyond_psn_space(void **state)
+{
+	struct harness *h = *state;
+	struct env e;
+	struct mr_send_wr wr;
+
+	env_open(h, &e, 8, false);
+	to_rts_mtu(e.qp, 0x77, 256);
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = MR_WR_RDMA_READ;
+	wr.num_sge = 1;
+	wr.sg_list[0].addr = (uint64_t)(uintptr_t)e.buf;
+	wr.sg_list[0].lkey = mrc_mr_lkey(e.mr);
+	wr.sg_list[0].length = 1u << 31;
+	assert_int_equal(mrc_post_send(e.qp, &wr), -EINVAL);
+	assert_non_null(strstr(mrc_last_error(e.s), "2^23-1 response packets at path MTU 256"));
+	wr.sg_list[0].length = 4096;
+	assert_int_equal(mrc_post_send(e.qp, &wr), 0);
+	env_close(&e);
 }
 
 static void test_bad_calls(void **state)
@@ -1442,6 +1470,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_event_fd, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_event_fd_flood, setup, teardown),
 		cmocka_unit_test(test_session_quotas),
+		cmocka_unit_test_setup_teardown(test_read_beyond_psn_space, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_calls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_server_rejects, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_isolation, setup, teardown),
