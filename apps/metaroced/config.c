@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -181,6 +182,14 @@ static int set_key(struct parse_state *ps, struct mr_daemon_config *cfg, const c
 	UINT_FIELD("limits", "max_sessions", 1, 4096, cfg->max_sessions)
 	/* 0 = derived from the port; at most 2^23 - 1 PSNs may be outstanding (IBA 9.7.1). */
 	UINT_FIELD("limits", "max_inflight", 0, (1u << 23) - 1, cfg->max_inflight)
+	/* 0 = derived (mr_config_session_quotas); at most the shard's own limits (checked once
+	 * the whole file is read). */
+	UINT_FIELD("limits", "session_max_qp", 0, 1u << 20, cfg->session_max_qp)
+	UINT_FIELD("limits", "session_max_mr", 0, 1u << 22, cfg->session_max_mr)
+	UINT_FIELD("limits", "session_max_cq", 0, 1u << 20, cfg->session_max_cq)
+	UINT_FIELD("limits", "session_max_pd", 0, 1u << 22, cfg->session_max_pd)
+	UINT_FIELD("limits", "session_max_wr", 0, 1ull << 32, cfg->session_max_wr)
+	UINT_FIELD("limits", "session_max_inline", 0, 1ull << 40, cfg->session_max_inline)
 	UINT_FIELD("pcap", "max_bytes", 4096, 1ull << 40, cfg->pcap_max_bytes)
 #undef UINT_FIELD
 	if (!strcmp(s, "port") && !strcmp(key, "eal_args"))
@@ -319,7 +328,43 @@ int mr_config_parse(struct mr_daemon_config *cfg, const char *name, const char *
 			 cfg->mtu);
 		return -EINVAL;
 	}
+	{
+		static const struct {
+			const char *field, *of;
+			size_t v, lim;
+		} q[] = {
+			{ "session_max_qp", "max_qp", offsetof(struct mr_daemon_config, session_max_qp),
+			  offsetof(struct mr_daemon_config, max_qp) },
+			{ "session_max_mr", "max_mr", offsetof(struct mr_daemon_config, session_max_mr),
+			  offsetof(struct mr_daemon_config, max_mr) },
+			{ "session_max_cq", "max_cq", offsetof(struct mr_daemon_config, session_max_cq),
+			  offsetof(struct mr_daemon_config, max_cq) },
+		};
+
+		for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+			uint32_t v, lim;
+
+			memcpy(&v, (const char *)cfg + q[i].v, sizeof(v));
+			memcpy(&lim, (const char *)cfg + q[i].lim, sizeof(lim));
+			if (v > lim) {
+				snprintf(err, errlen, "%s: limits.%s: %u is above limits.%s (%u)", name,
+					 q[i].field, v, q[i].of, lim);
+				return -EINVAL;
+			}
+		}
+	}
 	return 0;
+}
+
+void mr_config_session_quotas(const struct mr_daemon_config *cfg, struct mr_session_quotas *q)
+{
+	q->qp = cfg->session_max_qp ? cfg->session_max_qp : (cfg->max_qp + 1) / 2;
+	q->mr = cfg->session_max_mr ? cfg->session_max_mr : (cfg->max_mr + 1) / 2;
+	q->cq = cfg->session_max_cq ? cfg->session_max_cq : (cfg->max_cq + 1) / 2;
+	q->pd = cfg->session_max_pd ? cfg->session_max_pd : (cfg->max_mr + 1) / 2;
+	q->wr = cfg->session_max_wr ? cfg->session_max_wr : MR_CFG_SESSION_WR;
+	q->inline_bytes = cfg->session_max_inline ? cfg->session_max_inline :
+			  MR_CFG_SESSION_INLINE;
 }
 
 int mr_config_load(struct mr_daemon_config *cfg, const char *path, char *err, size_t errlen)

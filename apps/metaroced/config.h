@@ -55,6 +55,10 @@ struct mr_daemon_config {
 	 * from the port: MR_CFG_INFLIGHT_SOCKET for kernel-socket PMDs (net_af_packet, af_xdp,
 	 * tap, pcap: their ring, not a NIC, absorbs bursts), else the transport's default. */
 	uint32_t max_inflight;
+	/* Per-session quotas (each shard's shm server); 0 = derived, see
+	 * mr_config_session_quotas(). */
+	uint32_t session_max_qp, session_max_mr, session_max_cq, session_max_pd;
+	uint64_t session_max_wr, session_max_inline;
 	/* [shm] */
 	char socket_path[MR_CFG_STR];
 	/* [pcap] */
@@ -65,6 +69,21 @@ struct mr_daemon_config {
 	char impair_spec[MR_IMPAIR_NR_DIRS][MR_CFG_STR];
 	struct mr_impair_cfg impair[MR_IMPAIR_NR_DIRS];
 };
+
+/* Default per-session WR budget (send + receive WRs of a session's QPs + its CQ entries):
+ * the engine commits about 1 KiB per WR (transport WQE + shm ring entry), so 1 GiB. */
+#define MR_CFG_SESSION_WR (1u << 20)
+#define MR_CFG_SESSION_INLINE (64ull << 20) /* inline bytes (max_send_wr x max_inline_data) */
+
+struct mr_session_quotas {
+	uint32_t qp, mr, cq, pd;
+	uint64_t wr, inline_bytes;
+};
+
+/* The quotas one app session gets: the [limits] session_* values, or by default half of the
+ * shard's max_qp / max_mr / max_cq (PDs: half of max_mr), so that one app always leaves room
+ * for others, MR_CFG_SESSION_WR WRs and MR_CFG_SESSION_INLINE inline bytes. */
+void mr_config_session_quotas(const struct mr_daemon_config *cfg, struct mr_session_quotas *q);
 
 /* Fill defaults (a valid config except for the address, which must be set). */
 void mr_config_defaults(struct mr_daemon_config *cfg);

@@ -362,6 +362,18 @@ static int setup_engine(struct mr_daemon *d, const struct mr_daemon *io)
 	sp.ops = mr_backend_ops();
 	sp.backend = d->be;
 	sp.max_sessions = c->max_sessions;
+	{
+		struct mr_session_quotas q;
+
+		/* One app cannot take the whole shard (issue 8: per-session quotas). */
+		mr_config_session_quotas(c, &q);
+		sp.max_session_qp = q.qp;
+		sp.max_session_mr = q.mr;
+		sp.max_session_cq = q.cq;
+		sp.max_session_pd = q.pd;
+		sp.max_session_wr = q.wr;
+		sp.max_session_inline = q.inline_bytes;
+	}
 	if (d->nshards == 1) {
 		make_parent_dir(d->sock_path);
 		d->srv = mr_shm_server_create(&sp);

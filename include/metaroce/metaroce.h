@@ -13,6 +13,8 @@
  *
  * Errors: calls returning int return 0 (or a count) or a negative errno; constructors return
  * NULL and set errno. mrc_last_error() explains the last failure of a session in words.
+ * EDQUOT: the daemon's per-session quota for PDs, MRs, CQs, QPs, queued WRs + CQ entries or
+ * inline bytes is reached (metaroced.conf [limits] session_max_*; the message names it).
  *
  * Threading: control calls on one session may come from any thread (they are serialised);
  * post and poll calls on one QP / CQ must not run concurrently from several threads.

@@ -45,6 +45,23 @@ const char *mrc_op_name(uint16_t op)
 	return op < MRC_CTL_OP_MAX && names[op] != NULL ? names[op] : "?";
 }
 
+/* The metaroced [limits] fields (configs/metaroced.conf) an -EDQUOT answer to op is about. */
+static const char *quota_fields(uint16_t op)
+{
+	switch (op) {
+	case MRC_CTL_ALLOC_PD:
+		return "session_max_pd";
+	case MRC_CTL_REG_MR:
+		return "session_max_mr";
+	case MRC_CTL_CREATE_CQ:
+		return "session_max_cq or session_max_wr (CQ entries count as WRs)";
+	case MRC_CTL_CREATE_QP:
+		return "session_max_qp, session_max_wr (send + receive WRs) or session_max_inline";
+	default:
+		return "session_max_*";
+	}
+}
+
 const char *mrc_strerror(int err)
 {
 	if (err < 0)
@@ -62,6 +79,8 @@ const char *mrc_strerror(int err)
 		return "daemon closed the session";
 	case ETIMEDOUT:
 		return "daemon did not answer";
+	case EDQUOT:
+		return "per-session quota of the daemon reached";
 	default:
 		return strerror(err);
 	}
@@ -182,6 +201,9 @@ int mrc_rpc(struct mrc_session *s, uint16_t op, struct mrc_ctl_req *req, int fd_
 	if (rc < 0 && !from_daemon)
 		mrc_fail(s, -rc, "mrc %s: %s", mrc_op_name(op),
 			 rc == -ECONNRESET ? "daemon closed the session" : mrc_strerror(rc));
+	else if (rc == -EDQUOT)
+		mrc_fail(s, EDQUOT, "mrc %s: per-session quota reached (metaroced [limits] %s)",
+			 mrc_op_name(op), quota_fields(op));
 	else if (rc < 0)
 		mrc_fail(s, -rc, "mrc %s: daemon refused: %s", mrc_op_name(op), mrc_strerror(rc));
 	return rc;

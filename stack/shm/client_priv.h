@@ -74,6 +74,8 @@ struct mrc_qp {
 	uint32_t sq_prod, rq_prod;  /* private producer indices */
 	uint32_t max_inline_data, max_send_sge, max_recv_sge;
 	uint32_t state;             /* as last set or queried (enum mr_qp_state) */
+	uint32_t path_mtu;          /* as last set (0: not yet), for the READ length check */
+	bool metaroce;              /* MRC_TRANSPORT_METAROCE agreed at INIT->RTR */
 };
 
 struct mrc_session {

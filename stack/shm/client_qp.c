@@ -151,6 +151,10 @@ int mrc_modify_qp(struct mrc_qp *qp, const struct mrc_qp_attr *attr, uint32_t ma
 					"mrc_modify_qp: path_mtu %u is above the port's active MTU %u",
 					attr->path_mtu, pa.active_mtu);
 	}
+	if (rc == 0 && (mask & MRC_QP_PATH_MTU))
+		qp->path_mtu = attr->path_mtu;
+	if (rc == 0 && (mask & MRC_QP_TRANSPORT))
+		qp->metaroce = attr->transport == MRC_TRANSPORT_METAROCE;
 	if (rc == 0 && (mask & MRC_QP_STATE))
 		qp->state = attr->qp_state;
 	return rc;
@@ -252,6 +256,20 @@ static int sq_write(struct mrc_qp *qp, const struct mr_send_wr *wr)
 		       (wr->atomic.remote_addr & 7) != 0))
 		return mrc_fail(s, EINVAL,
 				"mrc_post_send: atomics need one 8-byte SGE and an aligned address");
+	/* IBA 9.7.1 / 9.7.4.1.4: an RC READ takes one PSN per response packet, all outstanding
+	 * at once, at most 2^23 - 1 (the daemon refuses longer ones too; MetaRoCE asks in
+	 * chunks). Only reachable at path MTU 256. */
+	if (wr->opcode == MR_WR_RDMA_READ && !qp->metaroce && qp->path_mtu != 0) {
+		uint64_t len = 0;
+
+		for (uint32_t k = 0; k < wr->num_sge; k++)
+			len += wr->sg_list[k].length;
+		if ((len + qp->path_mtu - 1) / qp->path_mtu > (1u << 23) - 1)
+			return mrc_fail(s, EINVAL,
+					"mrc_post_send: READ of %llu bytes needs more than 2^23-1 "
+					"response packets at path MTU %u",
+					(unsigned long long)len, qp->path_mtu);
+	}
 	if (mrc_ring_free(qp->sq, qp->sq_prod, qp->sq_size) == 0)
 		return mrc_fail(s, ENOMEM, "mrc_post_send: send queue full (%u entries)",
 				qp->sq_size);

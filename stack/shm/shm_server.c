@@ -79,6 +79,12 @@ static struct mr_shm_server *server_alloc(const struct mr_shm_server_params *p)
 	if (srv->max_objects > MR_SHM_HTAB_MAX)
 		srv->max_objects = MR_SHM_HTAB_MAX;
 	srv->max_session_bytes = p->max_session_bytes ? p->max_session_bytes : 4ull << 30;
+	srv->q_pd = p->max_session_pd;
+	srv->q_mr = p->max_session_mr;
+	srv->q_cq = p->max_session_cq;
+	srv->q_qp = p->max_session_qp;
+	srv->q_wr = p->max_session_wr;
+	srv->q_inline = p->max_session_inline;
 	srv->ctl_every = p->ctl_every ? p->ctl_every : 64;
 	srv->next_id = 1;
 	srv->epfd = epoll_create1(EPOLL_CLOEXEC);

@@ -39,6 +39,9 @@ struct mr_shm_qp_caps {
  *
  * reg_mr: the engine must access [host, host+len) (the daemon's mapping of the app's memfd)
  *   when peers or SGEs name [iova, iova+len) (the app's virtual address), i.e. rc.h mr_reg().
+ * dereg_mr: when it returns, the engine holds no pointer into the MR's memory any more (rc.h
+ *   mr_dereg() revokes in-flight references: IBA 10.6.7), because the server may unmap the
+ *   buffer as soon as no MR covers it (MRC_CTL_UNMAP_BUF is refused with -EBUSY before).
  * post_send/post_recv: SGE addresses and lkeys are the app's, unchanged (they are iovas of
  *   MRs registered above). For MR_SEND_INLINE, sg_list[0] instead points (host address, lkey
  *   0) at a copy of the inline payload that is only valid during the call: the backend must
@@ -80,6 +83,14 @@ struct mr_shm_server_params {
 	uint64_t max_session_bytes;     /* mapped app buffers per session; 0 = 4 GiB */
 	uint32_t ctl_every;             /* mr_shm_server_poll(): control path every N calls; 0=64 */
 	uint32_t sock_mode;             /* permissions of the socket file; 0 = 0660 */
+	/* Per-session quotas, so that one app cannot take every QPN, MR slot or the daemon's
+	 * memory from the others; 0 = only max_objects applies. Over a quota the request fails
+	 * with -EDQUOT. max_session_wr bounds the per-QP memory the engine commits: it counts
+	 * the send + receive queue sizes (after rounding) of the session's QPs plus the entries
+	 * of its CQs, and max_session_inline the inline bytes (max_send_wr x max_inline_data). */
+	uint32_t max_session_pd, max_session_mr, max_session_cq, max_session_qp;
+	uint64_t max_session_wr;
+	uint64_t max_session_inline;
 };
 
 struct mr_shm_server_stats {

@@ -100,9 +100,12 @@ static int do_query_port(struct mr_shm_session *s, struct mrc_ctl_resp *resp)
 static int do_alloc_pd(struct mr_shm_session *s, struct mrc_ctl_resp *resp)
 {
 	struct mr_shm_server *srv = s->srv;
-	struct mr_shm_pd *pd = calloc(1, sizeof(*pd));
+	struct mr_shm_pd *pd;
 	int rc;
 
+	if (srv->q_pd && s->n_pd >= srv->q_pd)
+		return -EDQUOT;
+	pd = calloc(1, sizeof(*pd));
 	if (pd == NULL)
 		return -ENOMEM;
 	rc = srv->ops->alloc_pd(srv->be, &pd->be);
@@ -117,6 +120,7 @@ static int do_alloc_pd(struct mr_shm_session *s, struct mrc_ctl_resp *resp)
 		free(pd);
 		return -ENOSPC;
 	}
+	s->n_pd++;
 	resp->u.obj.handle = pd->handle;
 	return 0;
 }
@@ -138,6 +142,7 @@ static int do_dealloc_pd(struct mr_shm_session *s, uint32_t handle)
 	}
 	mr_shm_htab_del(&s->h, handle, MR_SHM_OBJ_PD);
 	free(pd);
+	s->n_pd--;
 	return 0;
 }
 
@@ -224,6 +229,8 @@ static int do_reg_mr(struct mr_shm_session *s, const struct mrc_ctl_req *req,
 	    ((access & (MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_ATOMIC)) &&
 	     !(access & MR_ACCESS_LOCAL_WRITE)))
 		return -EINVAL;
+	if (srv->q_mr && s->n_mr >= srv->q_mr)
+		return -EDQUOT;
 	mr = calloc(1, sizeof(*mr));
 	if (mr == NULL)
 		return -ENOMEM;
@@ -248,6 +255,7 @@ static int do_reg_mr(struct mr_shm_session *s, const struct mrc_ctl_req *req,
 	b->refs++;
 	mr->next = s->mrs;
 	s->mrs = mr;
+	s->n_mr++;
 	resp->u.reg_mr.handle = mr->handle;
 	resp->u.reg_mr.lkey = mr->lkey;
 	resp->u.reg_mr.rkey = mr->rkey;
@@ -273,6 +281,7 @@ static int mr_release(struct mr_shm_session *s, struct mr_shm_mr *mr)
 	mr->buf->refs--;
 	mr_shm_htab_del(&s->h, mr->handle, MR_SHM_OBJ_MR);
 	free(mr);
+	s->n_mr--;
 	return 0;
 }
 
@@ -295,6 +304,9 @@ static int do_create_cq(struct mr_shm_session *s, const struct mrc_ctl_req *req,
 		return -EINVAL;
 	if (!wakeup_sock_ok(evfd))
 		return -EBADF;
+	if ((srv->q_cq && s->n_cq >= srv->q_cq) ||
+	    (srv->q_wr && pow2_at_least(depth) > srv->q_wr - s->n_wr))
+		return -EDQUOT;
 	cq = calloc(1, sizeof(*cq));
 	if (cq == NULL)
 		return -ENOMEM;
@@ -320,6 +332,8 @@ static int do_create_cq(struct mr_shm_session *s, const struct mrc_ctl_req *req,
 	cq->evfd = evfd;
 	cq->next = s->cqs;
 	s->cqs = cq;
+	s->n_cq++;
+	s->n_wr += cq->size;
 	resp->u.create_cq.handle = cq->handle;
 	resp->u.create_cq.size = cq->size;
 	resp->u.create_cq.map_len = cq->map_len;
@@ -348,6 +362,8 @@ static int cq_release(struct mr_shm_session *s, struct mr_shm_cq *cq)
 	munmap(cq->map, cq->map_len);
 	close(cq->evfd);
 	mr_shm_htab_del(&s->h, cq->handle, MR_SHM_OBJ_CQ);
+	s->n_cq--;
+	s->n_wr -= cq->size;
 	free(cq);
 	return 0;
 }
@@ -391,6 +407,17 @@ static int do_create_qp(struct mr_shm_session *s, const struct mrc_ctl_req *req,
 	    c->max_recv_wr > MRC_RING_MAX_ENTRIES || c->max_send_sge > MRC_SQE_MAX_SGE ||
 	    c->max_recv_sge > MRC_RQE_MAX_SGE || c->max_inline_data > MRC_SQE_INLINE_MAX)
 		return -EINVAL;
+	{
+		/* Quotas on what the engine commits for this QP (queues sized after rounding). */
+		uint64_t wrs = (uint64_t)pow2_at_least(c->max_send_wr) +
+			       pow2_at_least(c->max_recv_wr ? c->max_recv_wr : 1);
+		uint64_t inl = (uint64_t)pow2_at_least(c->max_send_wr) * c->max_inline_data;
+
+		if ((srv->q_qp && s->n_qp >= srv->q_qp) ||
+		    (srv->q_wr && wrs > srv->q_wr - s->n_wr) ||
+		    (srv->q_inline && inl > srv->q_inline - s->n_inline))
+			return -EDQUOT;
+	}
 	qp = calloc(1, sizeof(*qp));
 	if (qp == NULL)
 		return -ENOMEM;
@@ -435,6 +462,9 @@ static int do_create_qp(struct mr_shm_session *s, const struct mrc_ctl_req *req,
 	rcq->refs++;
 	qp->next = s->qps;
 	s->qps = qp;
+	s->n_qp++;
+	s->n_wr += (uint64_t)qp->sq_size + qp->rq_size;
+	s->n_inline += (uint64_t)qp->sq_size * qp->caps.max_inline_data;
 	resp->u.create_qp.handle = qp->handle;
 	resp->u.create_qp.qp_num = qp->qp_num;
 	resp->u.create_qp.sq_size = qp->sq_size;
@@ -474,6 +504,9 @@ static int qp_release(struct mr_shm_session *s, struct mr_shm_qp *qp)
 		qp->srq->refs--;
 	munmap(qp->map, qp->map_len);
 	mr_shm_htab_del(&s->h, qp->handle, MR_SHM_OBJ_QP);
+	s->n_qp--;
+	s->n_wr -= (uint64_t)qp->sq_size + qp->rq_size;
+	s->n_inline -= (uint64_t)qp->sq_size * qp->caps.max_inline_data;
 	free(qp);
 	return 0;
 }

@@ -90,6 +90,9 @@ struct mr_shm_session {
 	bool hello_done;
 	bool closing;
 	uint64_t mapped_bytes;
+	/* What counts against the quotas (struct mr_shm_server_params). */
+	uint32_t n_pd, n_mr, n_cq, n_qp;
+	uint64_t n_wr, n_inline;
 	struct mr_shm_htab h;
 	struct mr_shm_qp *qps;
 	struct mr_shm_cq *cqs;
@@ -108,6 +111,8 @@ struct mr_shm_server {
 	void *be;
 	uint32_t max_sessions, max_objects, ctl_every;
 	uint64_t max_session_bytes;
+	uint32_t q_pd, q_mr, q_cq, q_qp;  /* per-session quotas, 0 = none */
+	uint64_t q_wr, q_inline;
 	uint32_t nsessions;
 	uint32_t next_id;
 	uint64_t iter;

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "apps/metaroced/backend.h"
 
@@ -305,6 +306,108 @@ static void test_write_between_backends(void **state)
 	side_fini(&b);
 }
 
+/* Issue 8 defect 2 over the daemon's backend and the real frame builder: the app deregisters
+ * and the server unmaps while work is in flight. A's WRITE source goes away while all its
+ * packets are lost (the retransmission used to SEGV in mr_frame_build); B's WRITE target goes
+ * away after the FIRST packet (the MIDDLE used to be copied into the unmapped range). Now A's
+ * WRITE completes LOC_PROT_ERR without another packet, and B NAKs REM_ACCESS_ERR. */
+static void test_dereg_unmap_in_flight(void **state)
+{
+	const struct mr_shm_backend_ops *ops = mr_backend_ops();
+	uint8_t *buf_a, *buf_b;
+	struct side a, b;
+	struct objs oa, ob;
+	struct mr_send_wr wr;
+	struct mr_tx_pkt pkt;
+	struct mr_qp_stats st;
+	struct mr_wc wc;
+	uint64_t now = 1000;
+	unsigned int lost = 0;
+
+	(void)state;
+	buf_a = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	buf_b = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(buf_a != MAP_FAILED && buf_b != MAP_FAILED);
+	side_init(&a, mac_a, gid_a, 5);
+	side_init(&b, mac_b, gid_b, 6);
+	make_objs(&a, buf_a, 0x7f0000001000ull, 8192, &oa);
+	make_objs(&b, buf_b, 0x7f0000100000ull, 8192, &ob);
+	qp_connect(&a, &oa, ob.qpn, gid_b);
+	qp_connect(&b, &ob, oa.qpn, gid_a);
+	memset(buf_a, 0xab, 8192);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 42;
+	wr.opcode = MR_WR_RDMA_WRITE;
+	wr.send_flags = MR_SEND_SIGNALED;
+	wr.num_sge = 1;
+	wr.sg_list[0].addr = 0x7f0000001000ull;
+	wr.sg_list[0].length = 5000;
+	wr.sg_list[0].lkey = oa.lkey;
+	wr.rdma.remote_addr = 0x7f0000100000ull;
+	wr.rdma.rkey = ob.rkey;
+	assert_int_equal(ops->post_send(a.be, oa.qp, &wr), 0);
+	while (mr_ctx_tx(a.ctx, now, &pkt) == 1) /* every packet lost on the wire */
+		lost++;
+	assert_int_equal(lost, 5);
+	assert_int_equal(ops->dereg_mr(a.be, oa.mr), 0);
+	assert_int_equal(munmap(buf_a, 8192), 0); /* what the shm server's unmap does */
+	now += 200ull * 1000 * 1000;             /* past the ACK timeout (code 14: 67 ms) */
+	mr_ctx_on_timer(a.ctx, now);
+	assert_int_equal(shuttle(&a, mac_a, &b, mr_backend_udp_sport(0xc000, oa.qpn, ob.qpn),
+				 now), 0);
+	assert_int_equal(ops->poll_cq(a.be, oa.cq, 1, &wc), 1);
+	assert_int_equal(wc.wr_id, 42);
+	assert_int_equal(wc.status, MR_WC_LOC_PROT_ERR);
+	assert_int_equal(mr_backend_qp_stats_sum(a.be, &st), 1);
+	assert_int_equal(st.retransmits, 0);
+
+	/* B: a fresh QP pair (A's QP is in ERR) with a WRITE whose target B unmaps mid-way. */
+	side_fini(&a);
+	side_init(&a, mac_a, gid_a, 7);
+	buf_a = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(buf_a != MAP_FAILED);
+	memset(buf_a, 0xcd, 8192);
+	a.paths = 0;
+	b.paths = 0;
+	make_objs(&a, buf_a, 0x7f0000001000ull, 8192, &oa);
+	assert_int_equal(ops->create_qp(b.be, ob.pd, ob.cq, ob.cq,
+					&(struct mr_shm_qp_caps){ .max_send_wr = 16,
+								  .max_recv_wr = 16,
+								  .max_send_sge = 1,
+								  .max_recv_sge = 1 },
+					&ob.qp, &ob.qpn), 0);
+	qp_connect(&a, &oa, ob.qpn, gid_b);
+	qp_connect(&b, &ob, oa.qpn, gid_a);
+	wr.sg_list[0].lkey = oa.lkey;
+	assert_int_equal(ops->post_send(a.be, oa.qp, &wr), 0);
+	{
+		static uint8_t frame[2048];
+		struct mr_path path;
+		struct mr_pkt p;
+		int len;
+
+		assert_int_equal(mr_ctx_tx(a.ctx, now, &pkt), 1); /* WRITE FIRST only */
+		path = *pkt.path;
+		len = mr_frame_build(frame, sizeof(frame), &path, 0, &pkt.hdr, pkt.iov, pkt.niov);
+		assert_true(len > 0);
+		assert_int_equal(mr_frame_parse(frame, (uint32_t)len, true, &p), MR_PARSE_OK);
+		assert_int_equal(p.hdr.opcode, MR_OP_RC_WRITE_FIRST);
+		mr_ctx_rx(b.ctx, &p, now);
+	}
+	assert_int_equal(buf_b[0], 0xcd);
+	assert_int_equal(ops->dereg_mr(b.be, ob.mr), 0);
+	assert_int_equal(munmap(buf_b, 8192), 0);
+	shuttle(&a, mac_a, &b, mr_backend_udp_sport(0xc000, oa.qpn, ob.qpn), now);
+	shuttle(&b, mac_b, &a, mr_backend_udp_sport(0xc000, ob.qpn, oa.qpn), now);
+	assert_int_equal(ops->poll_cq(a.be, oa.cq, 1, &wc), 1);
+	assert_int_equal(wc.status, MR_WC_REM_ACCESS_ERR);
+	assert_int_equal(mr_backend_qp_stats_sum(b.be, &st), 2); /* B's QP of the first part too */
+	assert_int_equal(st.rem_access_naks_sent, 1);
+	side_fini(&a);
+	side_fini(&b);
+	munmap(buf_a, 8192);
+}
+
 static void test_bad_calls(void **state)
 {
 	const struct mr_shm_backend_ops *ops = mr_backend_ops();
@@ -348,6 +451,7 @@ int main(void)
 		cmocka_unit_test(test_make_path),
 		cmocka_unit_test(test_query_port),
 		cmocka_unit_test(test_write_between_backends),
+		cmocka_unit_test(test_dereg_unmap_in_flight),
 		cmocka_unit_test(test_bad_calls),
 	};
 

@@ -73,6 +73,12 @@ static void test_errors_name_line_and_field(void **state)
 		{"[port]\nipv4 198.18.0.1\n", "b.conf:2: expected 'key = value'"},
 		{"[port]\nipv4 =\n", "b.conf:2: port.ipv4: empty value"},
 		{"[port\n", "b.conf:1: malformed section header"},
+		{"[port]\nipv4 = 198.18.0.1\n[limits]\nsession_max_qp = x\n",
+		 "b.conf:4: limits.session_max_qp: 'x' is not an integer"},
+		{"[port]\nipv4 = 198.18.0.1\n[limits]\nmax_qp = 8\nsession_max_qp = 9\n",
+		 "limits.session_max_qp: 9 is above limits.max_qp (8)"},
+		{"[port]\nipv4 = 198.18.0.1\n[limits]\nsession_max_mr = 5000\n",
+		 "limits.session_max_mr: 5000 is above limits.max_mr (4096)"},
 	};
 
 	(void)state;
@@ -162,6 +168,36 @@ static void test_impair_errors(void **state)
 	}
 }
 
+/* Per-session quotas (issue 8 defect 4): by default half of the shard's QPs, MRs and CQs, so
+ * that one app leaves room for others; set explicitly, as given. */
+static void test_session_quotas(void **state)
+{
+	struct mr_daemon_config cfg;
+	struct mr_session_quotas q;
+	char err[512];
+	const char *text = "[port]\nipv4 = 198.18.0.1\n[limits]\nmax_qp = 100\nsession_max_qp = 7\n"
+			   "session_max_wr = 5000\nsession_max_inline = 0\n";
+
+	(void)state;
+	mr_config_defaults(&cfg);
+	assert_int_equal(mr_config_parse(&cfg, "q.conf", "[port]\nipv4 = 198.18.0.1\n", err,
+					 sizeof(err)), 0);
+	mr_config_session_quotas(&cfg, &q);
+	assert_int_equal(q.qp, 512);
+	assert_int_equal(q.mr, 2048);
+	assert_int_equal(q.cq, 512);
+	assert_int_equal(q.pd, 2048);
+	assert_int_equal(q.wr, MR_CFG_SESSION_WR);
+	assert_int_equal(q.inline_bytes, MR_CFG_SESSION_INLINE);
+	mr_config_defaults(&cfg);
+	assert_int_equal(mr_config_parse(&cfg, "q.conf", text, err, sizeof(err)), 0);
+	mr_config_session_quotas(&cfg, &q);
+	assert_int_equal(q.qp, 7);
+	assert_int_equal(q.mr, 2048);
+	assert_int_equal(q.wr, 5000);
+	assert_int_equal(q.inline_bytes, MR_CFG_SESSION_INLINE);
+}
+
 static void test_missing_file(void **state)
 {
 	struct mr_daemon_config cfg;
@@ -180,6 +216,7 @@ int main(void)
 		cmocka_unit_test(test_values),
 		cmocka_unit_test(test_errors_name_line_and_field),
 		cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_session_quotas),
 		cmocka_unit_test(test_impair),
 		cmocka_unit_test(test_impair_errors),
 	};

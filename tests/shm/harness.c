@@ -26,6 +26,11 @@ static void *poll_main(void *arg)
 
 int harness_start(struct harness *h)
 {
+	return harness_start_quota(h, NULL);
+}
+
+int harness_start_quota(struct harness *h, const struct mr_shm_server_params *q)
+{
 	static unsigned int serial;
 	struct mr_shm_server_params p = { 0 };
 
@@ -38,6 +43,14 @@ int harness_start(struct harness *h)
 	p.backend = &h->fb;
 	p.ctl_every = 1;
 	p.max_objects = 256;
+	if (q != NULL) {
+		p.max_session_pd = q->max_session_pd;
+		p.max_session_mr = q->max_session_mr;
+		p.max_session_cq = q->max_session_cq;
+		p.max_session_qp = q->max_session_qp;
+		p.max_session_wr = q->max_session_wr;
+		p.max_session_inline = q->max_session_inline;
+	}
 	h->srv = mr_shm_server_create(&p);
 	if (h->srv == NULL)
 		return -errno;

@@ -22,6 +22,8 @@ struct harness {
 
 /* Starts server + poll thread; returns 0 or -errno. */
 int harness_start(struct harness *h);
+/* The same with the per-session quotas (max_session_*) of q. */
+int harness_start_quota(struct harness *h, const struct mr_shm_server_params *q);
 void harness_stop(struct harness *h);
 /* Polls cond(h, arg) under the backend lock for up to timeout_ms; true once it holds. */
 bool harness_wait(struct harness *h, bool (*cond)(struct harness *h, void *arg), void *arg,

@@ -71,7 +71,7 @@ static struct mrc_qp *make_qp(struct mrc_pd *pd, struct mrc_cq *cq, uint32_t wr)
 	return mrc_create_qp(pd, &init);
 }
 
-static void to_rts(struct mrc_qp *qp, uint32_t dest)
+static void to_rts_mtu(struct mrc_qp *qp, uint32_t dest, uint32_t mtu)
 {
 	struct mrc_qp_attr a;
 
@@ -83,7 +83,7 @@ static void to_rts(struct mrc_qp *qp, uint32_t dest)
 	a.qp_state = MR_QPS_RTR;
 	a.dest_qp_num = dest;
 	a.rq_psn = 0x123456;
-	a.path_mtu = 1024;
+	a.path_mtu = mtu;
 	memcpy(a.path.dgid, "\0\0\0\0\0\0\0\0\0\0\xff\xff\x0a\x00\x00\x02", 16);
 	a.path.udp_sport = 0xc001;
 	assert_int_equal(mrc_modify_qp(qp, &a, MRC_QP_STATE | MRC_QP_PATH | MRC_QP_PATH_MTU |
@@ -97,6 +97,11 @@ static void to_rts(struct mrc_qp *qp, uint32_t dest)
 	assert_int_equal(mrc_modify_qp(qp, &a, MRC_QP_STATE | MRC_QP_SQ_PSN | MRC_QP_TIMEOUT |
 				       MRC_QP_RETRY_CNT | MRC_QP_RNR_RETRY |
 				       MRC_QP_MAX_QP_RD_ATOMIC), 0);
+}
+
+static void to_rts(struct mrc_qp *qp, uint32_t dest)
+{
+	to_rts_mtu(qp, dest, 1024);
 }
 
 static void env_open(struct harness *h, struct env *e, uint32_t cq_depth, bool rts)
@@ -638,6 +643,127 @@ static void test_event_fd_flood(void **state)
 	assert_int_equal(st.events_refused, 0);
 	assert_int_equal(fcntl(pfd.fd, F_SETFL, fl), 0);
 	assert_int_equal(mrc_destroy_cq(cq2), 0);
+	env_close(&e);
+}
+
+static struct mrc_qp *quota_qp(struct mrc_pd *pd, struct mrc_cq *cq, uint32_t wr,
+				uint32_t inl)
+{
+	struct mrc_qp_init_attr init;
+
+	memset(&init, 0, sizeof(init));
+	init.qp_type = MRC_QPT_RC;
+	init.send_cq = init.recv_cq = cq;
+	init.max_send_wr = init.max_recv_wr = wr;
+	init.max_inline_data = inl;
+	return mrc_create_qp(pd, &init);
+}
+
+/* Issue 8 defect 4: per-session quotas (PDs, MRs, CQs, QPs, WRs + CQEs, inline bytes). One
+ * session reaching them gets -EDQUOT with the metaroced field named in mrc_last_error;
+ * freeing makes room again; another session is not affected. */
+static void test_session_quotas(void **state)
+{
+	struct mr_shm_server_params q = {
+		.max_session_pd = 2, .max_session_mr = 2, .max_session_cq = 3,
+		.max_session_qp = 2, .max_session_wr = 160, .max_session_inline = 1024,
+	};
+	struct harness h;
+	struct mrc_session *a, *b;
+	struct mrc_pd *pd, *pd2, *bpd;
+	struct mrc_mr *mr1, *mr2;
+	struct mrc_cq *cq1, *cq2, *cq3, *bcq;
+	struct mrc_qp *qp1, *qp2, *qp3, *bqp;
+	uint8_t *buf;
+
+	(void)state;
+	assert_int_equal(harness_start_quota(&h, &q), 0);
+	a = mrc_open(h.path);
+	assert_non_null(a);
+	pd = mrc_alloc_pd(a);
+	pd2 = mrc_alloc_pd(a);
+	assert_non_null(pd);
+	assert_non_null(pd2);
+	assert_null(mrc_alloc_pd(a));
+	assert_int_equal(errno, EDQUOT);
+	assert_non_null(strstr(mrc_last_error(a), "session_max_pd"));
+	buf = mrc_alloc_buf(a, 16384);
+	assert_non_null(buf);
+	mr1 = mrc_reg_mr(pd, buf, 4096, ACC_ALL);
+	mr2 = mrc_reg_mr(pd, buf + 4096, 4096, ACC_ALL);
+	assert_non_null(mr1);
+	assert_non_null(mr2);
+	assert_null(mrc_reg_mr(pd, buf + 8192, 4096, ACC_ALL));
+	assert_int_equal(errno, EDQUOT);
+	assert_non_null(strstr(mrc_last_error(a), "session_max_mr"));
+	cq1 = mrc_create_cq(a, 16);
+	cq2 = mrc_create_cq(a, 16);
+	assert_non_null(cq1);
+	assert_non_null(cq2);
+	/* 32 CQEs + 128 WRs of one QP: 160. */
+	qp1 = quota_qp(pd, cq1, 64, 16); /* inline 64 x 16 = 1024 bytes: all of it */
+	assert_non_null(qp1);
+	assert_null(quota_qp(pd, cq1, 1, 16)); /* one more inline byte budget: refused */
+	assert_int_equal(errno, EDQUOT);
+	assert_non_null(strstr(mrc_last_error(a), "session_max_inline"));
+	assert_null(mrc_create_cq(a, 1)); /* WR budget exhausted */
+	assert_int_equal(errno, EDQUOT);
+	assert_non_null(strstr(mrc_last_error(a), "session_max_wr"));
+	assert_int_equal(mrc_destroy_qp(qp1), 0);
+	qp1 = quota_qp(pd, cq1, 16, 0);
+	qp2 = quota_qp(pd, cq2, 16, 0);
+	assert_non_null(qp1);
+	assert_non_null(qp2);
+	assert_null(quota_qp(pd, cq2, 1, 0));
+	assert_int_equal(errno, EDQUOT);
+	assert_non_null(strstr(mrc_last_error(a), "session_max_qp"));
+	cq3 = mrc_create_cq(a, 1);
+	assert_non_null(cq3);
+	assert_null(mrc_create_cq(a, 1));
+	assert_int_equal(errno, EDQUOT);
+	assert_non_null(strstr(mrc_last_error(a), "session_max_cq"));
+	/* Freeing gives the quota back. */
+	assert_int_equal(mrc_destroy_qp(qp2), 0);
+	qp3 = quota_qp(pd, cq2, 16, 0);
+	assert_non_null(qp3);
+	/* Another session has its own quotas. */
+	b = mrc_open(h.path);
+	assert_non_null(b);
+	bpd = mrc_alloc_pd(b);
+	assert_non_null(bpd);
+	bcq = mrc_create_cq(b, 16);
+	assert_non_null(bcq);
+	bqp = quota_qp(bpd, bcq, 16, 16);
+	assert_non_null(bqp);
+	assert_int_equal(mrc_close(b), 0);
+	assert_int_equal(mrc_close(a), 0);
+	(void)mr1;
+	(void)mr2;
+	(void)cq3;
+	(void)qp3;
+	harness_stop(&h);
+}
+
+/* Issue 8 defect 5b at the API: an RC READ needing more than 2^23 - 1 response PSNs (only
+ * possible at path MTU 256) is refused at post with a message, never queued to stall. */
+static void test_read_beyond_psn_space(void **state)
+{
+	struct harness *h = *state;
+	struct env e;
+	struct mr_send_wr wr;
+
+	env_open(h, &e, 8, false);
+	to_rts_mtu(e.qp, 0x77, 256);
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = MR_WR_RDMA_READ;
+	wr.num_sge = 1;
+	wr.sg_list[0].addr = (uint64_t)(uintptr_t)e.buf;
+	wr.sg_list[0].lkey = mrc_mr_lkey(e.mr);
+	wr.sg_list[0].length = 1u << 31;
+	assert_int_equal(mrc_post_send(e.qp, &wr), -EINVAL);
+	assert_non_null(strstr(mrc_last_error(e.s), "2^23-1 response packets at path MTU 256"));
+	wr.sg_list[0].length = 4096;
+	assert_int_equal(mrc_post_send(e.qp, &wr), 0);
 	env_close(&e);
 }
 
@@ -1343,6 +1469,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_completions_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_event_fd, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_event_fd_flood, setup, teardown),
+		cmocka_unit_test(test_session_quotas),
+		cmocka_unit_test_setup_teardown(test_read_beyond_psn_space, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_calls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_server_rejects, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_isolation, setup, teardown),
