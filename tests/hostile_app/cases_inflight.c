@@ -23,6 +23,11 @@
 #define POISON 0xee
 #define NSECRET 4
 
+/* Time between posting and deregistering: the WRs are queued, in the middle of their packets,
+ * or partly acknowledged. Every in-flight case runs once per delay. */
+static const unsigned int delays_ms[] = { 0, 3, 15 };
+#define NDELAYS (sizeof(delays_ms) / sizeof(delays_ms[0]))
+
 /* Payload bytes are 0x80..0xbc: never SECRET, never POISON. */
 static uint8_t pat(size_t i)
 {
@@ -106,16 +111,17 @@ static uint32_t wait_wrs(struct hside *a, uint32_t n, const char *what)
 	struct mr_wc wc[32];
 	uint32_t ok = 0;
 	int got = hpoll(a->cq, wc, (int)n, 3 * g_opt->timeout_s * 1000);
-	int nerr = 0;
+	int nerr = 0, first_err = -1;
 
 	HCHECK(got == (int)n, "%s: %d of %u WRs completed (a WR in flight hangs)", what, got, n);
 	for (int i = 0; i < got; i++) {
 		if (wc[i].status == MR_WC_SUCCESS && wc[i].wr_id >= 0x800 && wc[i].wr_id < 0x800 + n)
 			ok |= 1u << (wc[i].wr_id - 0x800);
-		else
-			nerr++;
+		else if (nerr++ == 0)
+			first_err = (int)wc[i].status;
 	}
-	printf("mr_hostile: %s: %d completed, %d ok, %d in error\n", what, got, got - nerr, nerr);
+	printf("mr_hostile: %s: %d completed, %d ok, %d in error (first status %d)\n", what, got,
+	       got - nerr, nerr, first_err);
 	return ok;
 }
 
@@ -149,16 +155,18 @@ static void pair_big(struct hside *a, struct hside *b, bool a_src)
 	hpair_connect(a, b, 16, 7);
 }
 
-void case_dereg_inflight_write(void)
+static void dereg_write_once(unsigned int delay)
 {
-	const char *what = "dereg source MR under 8 x 2 MiB WRITEs";
+	char what[96];
 	struct hside a, b;
 	struct secrets sc;
 	uint32_t ok;
 	int rc;
 
+	snprintf(what, sizeof(what), "dereg source MR %u ms into 8 x 2 MiB WRITEs", delay);
 	pair_big(&a, &b, true);
 	post_rdma(&a, &b, MR_WR_RDMA_WRITE, NWR, BIG / NWR);
+	hsleep_ms(delay);
 	rc = dereg_unmap(&a, what);
 	secrets_map(&a, &sc);
 	ok = wait_wrs(&a, NWR, what);
@@ -172,15 +180,23 @@ void case_dereg_inflight_write(void)
 	hside_close(&b);
 }
 
-void case_dereg_inflight_remote(void)
+void case_dereg_inflight_write(void)
 {
-	const char *what = "peer deregisters the target of 8 x 2 MiB WRITEs";
+	for (size_t d = 0; d < NDELAYS; d++)
+		dereg_write_once(delays_ms[d]);
+}
+
+static void dereg_remote_once(unsigned int delay)
+{
+	char what[96];
 	struct hside a, b;
 	struct secrets sc;
 
+	snprintf(what, sizeof(what), "peer deregisters the target %u ms into 8 x 2 MiB WRITEs",
+		 delay);
 	pair_big(&a, &b, true);
 	post_rdma(&a, &b, MR_WR_RDMA_WRITE, NWR, BIG / NWR);
-	hsleep_ms(2); /* the first packets are on their way: a WRITE is open at the responder */
+	hsleep_ms(delay + 2); /* a WRITE is open at the responder */
 	dereg_unmap(&b, what);
 	secrets_map(&b, &sc);
 	wait_wrs(&a, NWR, what);
@@ -191,39 +207,58 @@ void case_dereg_inflight_remote(void)
 	hside_close(&b);
 }
 
-void case_dereg_inflight_read(void)
+void case_dereg_inflight_remote(void)
 {
+	for (size_t d = 0; d < NDELAYS; d++)
+		dereg_remote_once(delays_ms[d]);
+}
+
+static void dereg_read_sink_once(unsigned int delay)
+{
+	char what[96];
+	struct hside a, b;
+	struct secrets sc;
+
+	snprintf(what, sizeof(what), "dereg the sink MR %u ms into 4 x 4 MiB READs", delay);
+	pair_big(&a, &b, false);
+	post_rdma(&a, &b, MR_WR_RDMA_READ, 4, BIG / 4);
+	hsleep_ms(delay);
+	dereg_unmap(&a, what);
+	secrets_map(&a, &sc);
+	wait_wrs(&a, 4, what);
+	HCHECK(secrets_changed(&sc) == 0, "%s: READ responses written into memory mapped after "
+	       "the dereg (%zu bytes)", what, secrets_changed(&sc));
+	hcheck_daemons(what);
+	hside_close(&a);
+	hside_close(&b);
+}
+
+static void dereg_read_source_once(unsigned int delay)
+{
+	char what[96];
 	struct hside a, b;
 	struct secrets sc;
 	uint32_t ok;
 
-	{
-		const char *what = "dereg the sink MR of 4 x 4 MiB READs";
+	snprintf(what, sizeof(what), "peer deregisters the source %u ms into 4 x 4 MiB READs",
+		 delay);
+	pair_big(&a, &b, false);
+	post_rdma(&a, &b, MR_WR_RDMA_READ, 4, BIG / 4);
+	hsleep_ms(delay + 2);
+	dereg_unmap(&b, what);
+	secrets_map(&b, &sc);
+	ok = wait_wrs(&a, 4, what);
+	check_dst(a.buf, 4, BIG / 4, ok, what);
+	hcheck_daemons(what);
+	hside_close(&a);
+	hside_close(&b);
+}
 
-		pair_big(&a, &b, false);
-		post_rdma(&a, &b, MR_WR_RDMA_READ, 4, BIG / 4);
-		dereg_unmap(&a, what);
-		secrets_map(&a, &sc);
-		wait_wrs(&a, 4, what);
-		HCHECK(secrets_changed(&sc) == 0, "%s: READ responses written into memory mapped "
-		       "after the dereg (%zu bytes)", what, secrets_changed(&sc));
-		hcheck_daemons(what);
-		hside_close(&a);
-		hside_close(&b);
-	}
-	{
-		const char *what = "peer deregisters the source of 4 x 4 MiB READs";
-
-		pair_big(&a, &b, false);
-		post_rdma(&a, &b, MR_WR_RDMA_READ, 4, BIG / 4);
-		hsleep_ms(2);
-		dereg_unmap(&b, what);
-		secrets_map(&b, &sc);
-		ok = wait_wrs(&a, 4, what);
-		check_dst(a.buf, 4, BIG / 4, ok, what);
-		hcheck_daemons(what);
-		hside_close(&a);
-		hside_close(&b);
+void case_dereg_inflight_read(void)
+{
+	for (size_t d = 0; d < NDELAYS; d++) {
+		dereg_read_sink_once(delays_ms[d]);
+		dereg_read_source_once(delays_ms[d]);
 	}
 }
 

@@ -174,8 +174,10 @@ void case_foreign_handles(void)
 	HCHECK(raw_reg(x.s, x.pd->o.handle, yh[1]) == -ENOENT, "reg_mr on a foreign buffer");
 	HCHECK(raw_create_qp(x.s, yh[0], yh[3]) == -ENOENT, "create_qp with a foreign PD and CQ");
 	HCHECK(raw_create_qp(x.s, x.pd->o.handle, yh[3]) == -ENOENT, "create_qp, foreign CQ");
-	for (uint32_t h = 0xffff0000u; h != 0; h += 0x10001u * 97u)
-		if (hctl_obj(x.s, MRC_CTL_QUERY_QP, h) != -ENOENT) {
+	/* Made-up handles: index 0 and 0xffff, generations all over (none names our QP here:
+	 * its generation is the session's salt, not one of these). */
+	for (uint32_t i = 0, h = 0xffff0000u; i < 64; i++, h = h * 2654435761u + 0x10001u)
+		if (h != x.qp->o.handle && hctl_obj(x.s, MRC_CTL_QUERY_QP, h) != -ENOENT) {
 			hfail("query_qp with made-up handle 0x%x did not fail -ENOENT", h);
 			bad++;
 			break;
