@@ -130,19 +130,22 @@ static uint32_t wait_wrs(struct hside *a, uint32_t n, const char *what)
 static void check_dst(const uint8_t *dst, uint32_t n, uint32_t len, uint32_t ok,
 		      const char *what)
 {
-	size_t foreign = 0, missing = 0;
+	size_t foreign = 0, missing = 0, first = 0, secret = 0;
 
 	for (uint32_t i = 0; i < n; i++)
 		for (size_t k = (size_t)i * len; k < (size_t)(i + 1) * len; k++) {
 			if (dst[k] == pat(k))
 				continue;
-			if (dst[k] != POISON)
-				foreign++;
-			else if (ok & (1u << i))
+			if (dst[k] != POISON && foreign++ == 0)
+				first = k;
+			if (dst[k] == SECRET)
+				secret++;
+			if (dst[k] == POISON && (ok & (1u << i)))
 				missing++;
 		}
 	HCHECK(foreign == 0, "%s: %zu destination bytes are neither the payload nor untouched "
-	       "(another app's or freed memory)", what, foreign);
+	       "(%zu of them SECRET, memory mapped after the dereg; first at offset %zu: 0x%02x)",
+	       what, foreign, secret, first, foreign ? dst[first] : 0);
 	HCHECK(missing == 0, "%s: %zu bytes of WRs that completed successfully never arrived", what,
 	       missing);
 }

@@ -139,8 +139,9 @@ void case_quota_mr(void)
 /* QPs of 16384 WRs each until refused. The daemon's virtual size (what it committed for the
  * app: transport WQE arrays, ring memfds it maps) must stay bounded; 4 GiB is half of what
  * 1024 such QPs committed before quotas (issue 8), far above what a per-session quota that
- * leaves room for others allows. RSS is reported (untouched pages cost nothing yet). */
+ * leaves room for others allows. Resident memory must stay under 1 GiB. */
 #define MEM_BOUND_KB (4l << 20)
+#define RSS_STOP_KB (1l << 20)
 
 void case_quota_mem(void)
 {
@@ -150,7 +151,15 @@ void case_quota_mem(void)
 	int err;
 
 	hside_open(&x, 0, 4096, 1, 1, 64, 0);
-	n = grab_qps(&x, 16384, x.port.max_qp + 16, &err);
+	/* In steps of 16, stopping once the daemon's RSS grew by RSS_STOP_KB: the machine is
+	 * shared, and that growth alone already fails the case. */
+	n = 0;
+	do {
+		n += grab_qps(&x, 16384, 16, &err);
+		rss1 = hproc_kb(0, "VmRSS");
+	} while (err == 0 && n < x.port.max_qp + 16 && (rss0 < 0 || rss1 - rss0 < RSS_STOP_KB));
+	HCHECK(rss0 < 0 || rss1 - rss0 < RSS_STOP_KB, "one session made the daemon's RSS grow by "
+	       "%ld MiB with %u QPs (stopped there)", (rss1 - rss0) / 1024, n);
 	vm1 = hproc_kb(0, "VmSize");
 	rss1 = hproc_kb(0, "VmRSS");
 	printf("mr_hostile: %u QPs of 16384 WRs, then %s; daemon A VmSize %ld -> %ld MiB, VmRSS %ld "
