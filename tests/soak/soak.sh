@@ -21,8 +21,10 @@
 #   - the daemon's RSS at the end is within SOAK_RSS_TOL_KB (default 32 MiB) of its RSS after
 #     the warm-up (a quarter of the run, at most 120 s), when the load was already at its peak:
 #     the pools (DPDK heap of -m 256, af_packet rings, impairment queue) are touched by then, so
-#     growth after it is what the churn left behind. 32 MiB is ~1% of a 30-minute soak's churn
-#     (thousands of QP/MR lifecycles) and 3x the largest warm-up-to-end noise measured here.
+#     growth after it is what the churn left behind. 32 MiB is 8x the largest warm-up-to-end
+#     difference measured here (-4 MiB: freed memory going back); ~250 QP lifecycles per daemon
+#     in 120 s mean a leak of >= 128 KiB per QP (a WQE array, a ring mapping) fails it, and a
+#     30-minute run (~4000 QPs) catches 8 KiB per QP.
 #     Under ASan the check is skipped (its quarantine holds freed memory by design); its leak
 #     report at exit fails the clean-stop check instead;
 #   - the impairment really dropped, reordered and duplicated frames, and both transports
@@ -250,6 +252,8 @@ for n in a b; do
 	eval "rss1_$n=$(awk '/^VmRSS/ {print $2}' /proc/"$(itl_pid $n)"/status)"
 done
 for n in a b; do itl_daemon_stop $n; done
+grep -h "runtime error:\|ERROR: AddressSanitizer\|ERROR: LeakSanitizer" "$ITL_WORK"/daemon-*.log &&
+	itl_fail "sanitizer report in a daemon log"
 
 fails=$(grep -c " FAIL" "$ITL_WORK/results.txt")
 kills=$(grep -c " KILLED" "$ITL_WORK/results.txt")
