@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: MIT
+ * CRC-32 (reflected 0xEDB88320) by carry-less-multiply folding, after Gopal et al., "Fast CRC
+ * Computation for Generic Polynomials Using PCLMULQDQ Instruction" (Intel, 2009):
+ *
+ *   - the message is consumed in 128-bit lanes; a lane A followed, N bits later, by data B is
+ *     replaced by A.lo * (x^(N+32) mod P) ^ A.hi * (x^(N-32) mod P) ^ B, which has the same
+ *     remainder mod P (the constants are bit-reflected and shifted left by one, because a
+ *     reflected 64x64 product comes out one bit low);
+ *   - four lanes run side by side (N = 512 bits) so that the multiplier's latency is hidden,
+ *     then are folded into one, then 128 -> 64 bits and a Barrett reduction (u = x^64 / P)
+ *     give the 32-bit register;
+ *   - the VPCLMULQDQ path does the same on four 512-bit registers (sixteen lanes, N = 2048).
+ *
+ * Every constant below is x^n mod P for the n in its name, as printed by
+ * tests/wire/crc32_consts.py (kept with the code so that they can be checked).
+ *
+ * Bytes after the last whole 16-byte block go through the slicing-by-8 table. The functions are
+ * compiled for their instruction sets with target attributes, so the build needs no -march and
+ * the choice is made at run time (icrc.c).
+ */
+#include <string.h>
+
+#include "wire/crc32_impl.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define K_544 0x154442bd4ull  /* fold by 512 bits, low qword */
+#define K_480 0x1c6e41596ull  /* fold by 512 bits, high qword */
+#define K_160 0x1751997d0ull  /* fold by 128 */
+#define K_96 0x0ccaa009eull
+#define K_288 0x0f1da05aaull  /* fold by 256 */
+#define K_224 0x15a546366ull
+#define K_416 0x03db1ecdcull  /* fold by 384 */
+#define K_352 0x174359406ull
+#define K_64 0x163cd6124ull   /* 96 -> 64 bits */
+#define K_1056 0x1e88ef372ull /* fold by 1024 */
+#define K_992 0x14a7fe880ull
+#define K_1568 0x1821d8bc0ull /* fold by 1536 */
+#define K_1504 0x12e958ac4ull
+#define K_2080 0x11542778aull /* fold by 2048 */
+#define K_2016 0x1322d1430ull
+#define BARRETT_P 0x1db710641ull /* P, reflected, 33 bits */
+#define BARRETT_U 0x1f7011641ull /* floor(x^64 / P), reflected */
+
+#define T_PCLMUL __attribute__((target("pclmul,sse4.1")))
+#define T_VPCLMUL __attribute__((target("vpclmulqdq,avx512f,avx512bw,avx512vl,pclmul,sse4.1")))
+#define INLINE static inline __attribute__((always_inline))
+
+/* ---- 128-bit (PCLMULQDQ) ---- */
+
+INLINE T_PCLMUL __m128i fold128(__m128i x, __m128i k)
+{
+	return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
+}
+
+/* Load 16 bytes and, when copying, store them at the same offset in dst. */
+INLINE T_PCLMUL __m128i ld128(const uint8_t *p, uint8_t *dst)
+{
+	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+
+	if (dst)
+		_mm_storeu_si128((__m128i *)(void *)dst, v);
+	return v;
+}
+
+/* Four lanes (x0 first in the message) into one: x0 is 384 bits ahead of x3, x1 256, x2 128. */
+INLINE T_PCLMUL __m128i merge4(__m128i x0, __m128i x1, __m128i x2, __m128i x3)
+{
+	x3 = _mm_xor_si128(x3, fold128(x0, _mm_set_epi64x((long long)K_352, (long long)K_416)));
+	x3 = _mm_xor_si128(x3, fold128(x1, _mm_set_epi64x((long long)K_224, (long long)K_288)));
+	return _mm_xor_si128(x3, fold128(x2, _mm_set_epi64x((long long)K_96, (long long)K_160)));
+}
+
+/* 128-bit remainder -> 32-bit CRC register. */
+INLINE T_PCLMUL uint32_t reduce128(__m128i x)
+{
+	const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
+	const __m128i k = _mm_set_epi64x((long long)K_96, (long long)K_160);
+	const __m128i poly = _mm_set_epi64x((long long)BARRETT_U, (long long)BARRETT_P);
+	__m128i t;
+
+	/* 128 -> 96: low qword times x^96 mod P, added to the high qword. */
+	x = _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x10), _mm_srli_si128(x, 8));
+	/* 96 -> 64: low dword times x^64 mod P. */
+	t = _mm_srli_si128(x, 4);
+	x = _mm_clmulepi64_si128(_mm_and_si128(x, mask32), _mm_set_epi64x(0, (long long)K_64),
+				 0x00);
+	x = _mm_xor_si128(x, t);
+	/* Barrett: q = floor(x / P) via u, remainder = x - q * P. */
+	t = _mm_clmulepi64_si128(_mm_and_si128(x, mask32), poly, 0x10);
+	t = _mm_clmulepi64_si128(_mm_and_si128(t, mask32), poly, 0x00);
+	x = _mm_xor_si128(x, t);
+	return (uint32_t)_mm_extract_epi32(x, 1);
+}
+
+/* The stream is head[0..64) (if head) then p[0..len); dst (copy) excludes head. */
+INLINE T_PCLMUL uint32_t pcl_run(uint32_t state, const uint8_t *head, const uint8_t *p,
+				 uint8_t *dst, size_t len)
+{
+	const __m128i k512 = _mm_set_epi64x((long long)K_480, (long long)K_544);
+	const __m128i k128 = _mm_set_epi64x((long long)K_96, (long long)K_160);
+	__m128i x0, x1, x2, x3, x;
+
+	if (head) {
+		x0 = ld128(head, NULL);
+		x1 = ld128(head + 16, NULL);
+		x2 = ld128(head + 32, NULL);
+		x3 = ld128(head + 48, NULL);
+	} else {
+		if (len < 16) {
+			if (dst)
+				memcpy(dst, p, len);
+			return mr_crc32_table_raw(state, p, len);
+		}
+		if (len < 64) {
+			x = _mm_xor_si128(ld128(p, dst), _mm_cvtsi32_si128((int)state));
+			p += 16;
+			dst = dst ? dst + 16 : NULL;
+			len -= 16;
+			goto tail;
+		}
+		x0 = ld128(p, dst);
+		x1 = ld128(p + 16, dst ? dst + 16 : NULL);
+		x2 = ld128(p + 32, dst ? dst + 32 : NULL);
+		x3 = ld128(p + 48, dst ? dst + 48 : NULL);
+		p += 64;
+		dst = dst ? dst + 64 : NULL;
+		len -= 64;
+	}
+	x0 = _mm_xor_si128(x0, _mm_cvtsi32_si128((int)state));
+	while (len >= 64) {
+		x0 = _mm_xor_si128(fold128(x0, k512), ld128(p, dst));
+		x1 = _mm_xor_si128(fold128(x1, k512), ld128(p + 16, dst ? dst + 16 : NULL));
+		x2 = _mm_xor_si128(fold128(x2, k512), ld128(p + 32, dst ? dst + 32 : NULL));
+		x3 = _mm_xor_si128(fold128(x3, k512), ld128(p + 48, dst ? dst + 48 : NULL));
+		p += 64;
+		dst = dst ? dst + 64 : NULL;
+		len -= 64;
+	}
+	x = merge4(x0, x1, x2, x3);
+tail:
+	while (len >= 16) {
+		x = _mm_xor_si128(fold128(x, k128), ld128(p, dst));
+		p += 16;
+		dst = dst ? dst + 16 : NULL;
+		len -= 16;
+	}
+	state = reduce128(x);
+	if (dst)
+		memcpy(dst, p, len);
+	return mr_crc32_table_raw(state, p, len);
+}
+
+static T_PCLMUL uint32_t pcl_crc(uint32_t state, const uint8_t *p, size_t len)
+{
+	return pcl_run(state, NULL, p, NULL, len);
+}
+
+static T_PCLMUL uint32_t pcl_copy(uint32_t state, uint8_t *dst, const uint8_t *src, size_t len)
+{
+	return pcl_run(state, NULL, src, dst, len);
+}
+
+static T_PCLMUL uint32_t pcl_head64(uint32_t state, const uint8_t *head, const uint8_t *body,
+				    size_t len)
+{
+	return pcl_run(state, head, body, NULL, len);
+}
+
+static const struct mr_crc32_ops pcl_ops = { pcl_crc, pcl_copy, pcl_head64 };
+
+/* ---- 512-bit (VPCLMULQDQ) ---- */
+
+INLINE T_VPCLMUL __m512i kvec(uint64_t lo, uint64_t hi)
+{
+	return _mm512_broadcast_i32x4(_mm_set_epi64x((long long)hi, (long long)lo));
+}
+
+/* fold(z, k) ^ b, the three-way XOR in one instruction. */
+INLINE T_VPCLMUL __m512i fold512x(__m512i z, __m512i k, __m512i b)
+{
+	return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z, k, 0x00),
+					 _mm512_clmulepi64_epi128(z, k, 0x11), b, 0x96);
+}
+
+INLINE T_VPCLMUL __m512i ld512(const uint8_t *p, uint8_t *dst)
+{
+	__m512i v = _mm512_loadu_si512((const void *)p);
+
+	if (dst)
+		_mm512_storeu_si512((void *)dst, v);
+	return v;
+}
+
+/* The four 128-bit lanes of z (lane 0 first) into one: lanes 0..2 are folded by 384, 256 and
+ * 128 bits in one pair of multiplies (lane 3's constants are zero) and all four are summed. */
+INLINE T_VPCLMUL __m128i zmm_to_xmm(__m512i z)
+{
+	const __m512i k = _mm512_set_epi64(0, 0, (long long)K_96, (long long)K_160,
+					   (long long)K_224, (long long)K_288,
+					   (long long)K_352, (long long)K_416);
+	__m512i f = _mm512_xor_si512(_mm512_clmulepi64_epi128(z, k, 0x00),
+				     _mm512_clmulepi64_epi128(z, k, 0x11));
+	__m256i h;
+	__m128i x;
+
+	f = _mm512_mask_xor_epi64(f, 0xc0, f, z); /* lane 3 passes through */
+	h = _mm256_xor_si256(_mm512_castsi512_si256(f), _mm512_extracti64x4_epi64(f, 1));
+	x = _mm_xor_si128(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+	return x;
+}
+
+INLINE T_VPCLMUL uint32_t vpcl_run(uint32_t state, const uint8_t *head, const uint8_t *p,
+				   uint8_t *dst, size_t len)
+{
+	const __m512i k2048 = kvec(K_2080, K_2016);
+	const __m512i k512 = kvec(K_544, K_480);
+	const __m128i k128 = _mm_set_epi64x((long long)K_96, (long long)K_160);
+	__m512i z0, z1, z2, z3, z;
+	__m128i x;
+
+	/* Below four registers' worth the 128-bit path is as fast (the reduction dominates). */
+	if ((head ? len + 64 : len) < 256)
+		return head ? pcl_run(state, head, p, NULL, len) : pcl_run(state, NULL, p, dst, len);
+	if (head) {
+		z0 = ld512(head, NULL);
+	} else {
+		z0 = ld512(p, dst);
+		p += 64;
+		dst = dst ? dst + 64 : NULL;
+		len -= 64;
+	}
+	z1 = ld512(p, dst);
+	z2 = ld512(p + 64, dst ? dst + 64 : NULL);
+	z3 = ld512(p + 128, dst ? dst + 128 : NULL);
+	p += 192;
+	dst = dst ? dst + 192 : NULL;
+	len -= 192;
+	z0 = _mm512_xor_si512(z0, _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)state)));
+	while (len >= 256) {
+		z0 = fold512x(z0, k2048, ld512(p, dst));
+		z1 = fold512x(z1, k2048, ld512(p + 64, dst ? dst + 64 : NULL));
+		z2 = fold512x(z2, k2048, ld512(p + 128, dst ? dst + 128 : NULL));
+		z3 = fold512x(z3, k2048, ld512(p + 192, dst ? dst + 192 : NULL));
+		p += 256;
+		dst = dst ? dst + 256 : NULL;
+		len -= 256;
+	}
+	/* z0 is 1536 bits ahead of z3, z1 1024, z2 512: independent multiplies. */
+	z = fold512x(z0, kvec(K_1568, K_1504), z3);
+	z = fold512x(z1, kvec(K_1056, K_992), z);
+	z = fold512x(z2, k512, z);
+	while (len >= 64) {
+		z = fold512x(z, k512, ld512(p, dst));
+		p += 64;
+		dst = dst ? dst + 64 : NULL;
+		len -= 64;
+	}
+	x = zmm_to_xmm(z);
+	while (len >= 16) {
+		x = _mm_xor_si128(fold128(x, k128), ld128(p, dst));
+		p += 16;
+		dst = dst ? dst + 16 : NULL;
+		len -= 16;
+	}
+	state = reduce128(x);
+	if (dst)
+		memcpy(dst, p, len);
+	return mr_crc32_table_raw(state, p, len);
+}
+
+static T_VPCLMUL uint32_t vpcl_crc(uint32_t state, const uint8_t *p, size_t len)
+{
+	return vpcl_run(state, NULL, p, NULL, len);
+}
+
+static T_VPCLMUL uint32_t vpcl_copy(uint32_t state, uint8_t *dst, const uint8_t *src, size_t len)
+{
+	return vpcl_run(state, NULL, src, dst, len);
+}
+
+static T_VPCLMUL uint32_t vpcl_head64(uint32_t state, const uint8_t *head, const uint8_t *body,
+				      size_t len)
+{
+	return vpcl_run(state, head, body, NULL, len);
+}
+
+static const struct mr_crc32_ops vpcl_ops = { vpcl_crc, vpcl_copy, vpcl_head64 };
+
+const struct mr_crc32_ops *mr_crc32_pclmul_ops(void)
+{
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1"))
+		return &pcl_ops;
+	return NULL;
+}
+
+const struct mr_crc32_ops *mr_crc32_vpclmul_ops(void)
+{
+	__builtin_cpu_init();
+	/* libgcc's feature bits include the OS check (XCR0 saves the ZMM state). */
+	if (mr_crc32_pclmul_ops() && __builtin_cpu_supports("vpclmulqdq") &&
+	    __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512vl"))
+		return &vpcl_ops;
+	return NULL;
+}
+
+#else /* not x86-64 GCC/clang: table only */
+
+const struct mr_crc32_ops *mr_crc32_pclmul_ops(void)
+{
+	return NULL;
+}
+
+const struct mr_crc32_ops *mr_crc32_vpclmul_ops(void)
+{
+	return NULL;
+}
+
+#endif
