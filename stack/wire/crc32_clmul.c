@@ -14,7 +14,8 @@
  * Every constant below is x^n mod P for the n in its name, as printed by
  * tests/wire/crc32_consts.py (kept with the code so that they can be checked).
  *
- * Bytes after the last whole 16-byte block go through the slicing-by-8 table. The functions are
+ * Bytes after the last whole 16-byte block are folded in with one shuffled block (tail_fold);
+ * messages shorter than 16 bytes go through the slicing-by-8 table. The functions are
  * compiled for their instruction sets with target attributes, so the build needs no -march and
  * the choice is made at run time (icrc.c).
  */
@@ -94,6 +95,56 @@ INLINE T_PCLMUL uint32_t reduce128(__m128i x)
 	return (uint32_t)_mm_extract_epi32(x, 1);
 }
 
+/* pshufb/blend controls indexed by the tail length r (1..15): shift_tbl + r moves byte i to
+ * i + 16 - r (0x80 clears), shift_tbl + 16 + r moves byte i + r to i, blend_tbl + r selects
+ * bytes 16 - r..15. */
+static const uint8_t shift_tbl[48] __attribute__((aligned(16))) = {
+	0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+	0x80, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 0x80, 0x80, 0x80, 0x80, 0x80,
+	0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+};
+static const uint8_t blend_tbl[32] __attribute__((aligned(16))) = {
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+};
+
+/* The last r (1..15) bytes of the message after the 128-bit remainder x, without the table:
+ * the message's last 16 bytes form a new block C = x[r..15] . tail[0..r-1], and x[0..r-1] is
+ * what lies one block before C, so the remainder becomes fold128(x[0..r-1] moved up) ^ C.
+ * last16 holds the 16 bytes ending at the tail's end (its first 16 - r bytes are ignored). */
+INLINE T_PCLMUL __m128i tail_fold(__m128i x, __m128i last16, size_t r)
+{
+	const __m128i k128 = _mm_set_epi64x((long long)K_96, (long long)K_160);
+	__m128i up = _mm_loadu_si128((const __m128i *)(const void *)(shift_tbl + r));
+	__m128i down = _mm_loadu_si128((const __m128i *)(const void *)(shift_tbl + 16 + r));
+	__m128i sel = _mm_loadu_si128((const __m128i *)(const void *)(blend_tbl + r));
+	__m128i c = _mm_blendv_epi8(_mm_shuffle_epi8(x, down), last16, sel);
+
+	return _mm_xor_si128(fold128(_mm_shuffle_epi8(x, up), k128), c);
+}
+
+/* Finish: fold the tail (p, len < 16; the 16 bytes before p's end are readable when
+ * back_ok), reduce, copy the tail when copying. */
+INLINE T_PCLMUL uint32_t finish(__m128i x, const uint8_t *p, uint8_t *dst, size_t len,
+				bool back_ok)
+{
+	__m128i last;
+
+	if (len == 0)
+		return reduce128(x);
+	if (dst)
+		memcpy(dst, p, len);
+	if (back_ok) {
+		last = _mm_loadu_si128((const __m128i *)(const void *)(p + len - 16));
+	} else {
+		uint8_t tmp[16];
+
+		memcpy(tmp + 16 - len, p, len);
+		last = _mm_loadu_si128((const __m128i *)(const void *)tmp);
+	}
+	return reduce128(tail_fold(x, last, len));
+}
+
 /* The stream is head[0..64) (if head) then p[0..len); dst (copy) excludes head. */
 INLINE T_PCLMUL uint32_t pcl_run(uint32_t state, const uint8_t *head, const uint8_t *p,
 				 uint8_t *dst, size_t len)
@@ -101,6 +152,7 @@ INLINE T_PCLMUL uint32_t pcl_run(uint32_t state, const uint8_t *head, const uint
 	const __m128i k512 = _mm_set_epi64x((long long)K_480, (long long)K_544);
 	const __m128i k128 = _mm_set_epi64x((long long)K_96, (long long)K_160);
 	__m128i x0, x1, x2, x3, x;
+	const uint8_t *start = p;
 
 	if (head) {
 		x0 = ld128(head, NULL);
@@ -146,10 +198,8 @@ tail:
 		dst = dst ? dst + 16 : NULL;
 		len -= 16;
 	}
-	state = reduce128(x);
-	if (dst)
-		memcpy(dst, p, len);
-	return mr_crc32_table_raw(state, p, len);
+	/* Without a head at least 16 bytes of p were consumed; with one, maybe none. */
+	return finish(x, p, dst, len, p - start >= 16);
 }
 
 static T_PCLMUL uint32_t pcl_crc(uint32_t state, const uint8_t *p, size_t len)
@@ -264,10 +314,7 @@ INLINE T_VPCLMUL uint32_t vpcl_run(uint32_t state, const uint8_t *head, const ui
 		dst = dst ? dst + 16 : NULL;
 		len -= 16;
 	}
-	state = reduce128(x);
-	if (dst)
-		memcpy(dst, p, len);
-	return mr_crc32_table_raw(state, p, len);
+	return finish(x, p, dst, len, true); /* >= 192 bytes of p consumed */
 }
 
 static T_VPCLMUL uint32_t vpcl_crc(uint32_t state, const uint8_t *p, size_t len)
