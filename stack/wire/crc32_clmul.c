@@ -145,20 +145,41 @@ INLINE T_PCLMUL uint32_t finish(__m128i x, const uint8_t *p, uint8_t *dst, size_
 	return reduce128(tail_fold(x, last, len));
 }
 
-/* The stream is head[0..64) (if head) then p[0..len); dst (copy) excludes head. */
-INLINE T_PCLMUL uint32_t pcl_run(uint32_t state, const uint8_t *head, const uint8_t *p,
+/* A stream of 16..63 bytes whose bytes are ORed with or64's (the ICRC of short packets, ACKs):
+ * every load, the tail's overlapping one included, is ORed with the mask bytes at its offset. */
+INLINE T_PCLMUL uint32_t pcl_or_short(uint32_t state, const uint8_t *or64, const uint8_t *p,
+				      size_t len)
+{
+	const __m128i k128 = _mm_set_epi64x((long long)K_96, (long long)K_160);
+	__m128i x = _mm_or_si128(ld128(p, NULL), ld128(or64, NULL));
+	size_t o = 16;
+
+	x = _mm_xor_si128(x, _mm_cvtsi32_si128((int)state));
+	for (; len - o >= 16; o += 16)
+		x = _mm_xor_si128(fold128(x, k128),
+				  _mm_or_si128(ld128(p + o, NULL), ld128(or64 + o, NULL)));
+	if (len > o)
+		x = tail_fold(x, _mm_or_si128(ld128(p + len - 16, NULL),
+					      ld128(or64 + len - 16, NULL)), len - o);
+	return reduce128(x);
+}
+
+/* The stream is p[0..len), its first 64 bytes ORed with or64 if given (then len >= 16). */
+INLINE T_PCLMUL uint32_t pcl_run(uint32_t state, const uint8_t *or64, const uint8_t *p,
 				 uint8_t *dst, size_t len)
 {
 	const __m128i k512 = _mm_set_epi64x((long long)K_480, (long long)K_544);
 	const __m128i k128 = _mm_set_epi64x((long long)K_96, (long long)K_160);
 	__m128i x0, x1, x2, x3, x;
-	const uint8_t *start = p;
-
-	if (head) {
-		x0 = ld128(head, NULL);
-		x1 = ld128(head + 16, NULL);
-		x2 = ld128(head + 32, NULL);
-		x3 = ld128(head + 48, NULL);
+	if (or64 && len < 64)
+		return pcl_or_short(state, or64, p, len);
+	if (or64) {
+		x0 = _mm_or_si128(ld128(p, NULL), ld128(or64, NULL));
+		x1 = _mm_or_si128(ld128(p + 16, NULL), ld128(or64 + 16, NULL));
+		x2 = _mm_or_si128(ld128(p + 32, NULL), ld128(or64 + 32, NULL));
+		x3 = _mm_or_si128(ld128(p + 48, NULL), ld128(or64 + 48, NULL));
+		p += 64;
+		len -= 64;
 	} else {
 		if (len < 16) {
 			if (dst)
@@ -198,8 +219,7 @@ tail:
 		dst = dst ? dst + 16 : NULL;
 		len -= 16;
 	}
-	/* Without a head at least 16 bytes of p were consumed; with one, maybe none. */
-	return finish(x, p, dst, len, p - start >= 16);
+	return finish(x, p, dst, len, true); /* at least 16 bytes of p consumed */
 }
 
 static T_PCLMUL uint32_t pcl_crc(uint32_t state, const uint8_t *p, size_t len)
@@ -212,13 +232,13 @@ static T_PCLMUL uint32_t pcl_copy(uint32_t state, uint8_t *dst, const uint8_t *s
 	return pcl_run(state, NULL, src, dst, len);
 }
 
-static T_PCLMUL uint32_t pcl_head64(uint32_t state, const uint8_t *head, const uint8_t *body,
-				    size_t len)
+static T_PCLMUL uint32_t pcl_or64(uint32_t state, const uint8_t *or64, const uint8_t *p,
+				  size_t len)
 {
-	return pcl_run(state, head, body, NULL, len);
+	return pcl_run(state, or64, p, NULL, len);
 }
 
-static const struct mr_crc32_ops pcl_ops = { pcl_crc, pcl_copy, pcl_head64 };
+static const struct mr_crc32_ops pcl_ops = { pcl_crc, pcl_copy, pcl_or64 };
 
 /* ---- 512-bit (VPCLMULQDQ) ---- */
 
@@ -261,7 +281,7 @@ INLINE T_VPCLMUL __m128i zmm_to_xmm(__m512i z)
 	return x;
 }
 
-INLINE T_VPCLMUL uint32_t vpcl_run(uint32_t state, const uint8_t *head, const uint8_t *p,
+INLINE T_VPCLMUL uint32_t vpcl_run(uint32_t state, const uint8_t *or64, const uint8_t *p,
 				   uint8_t *dst, size_t len)
 {
 	const __m512i k2048 = kvec(K_2080, K_2016);
@@ -271,16 +291,14 @@ INLINE T_VPCLMUL uint32_t vpcl_run(uint32_t state, const uint8_t *head, const ui
 	__m128i x;
 
 	/* Below four registers' worth the 128-bit path is as fast (the reduction dominates). */
-	if ((head ? len + 64 : len) < 256)
-		return head ? pcl_run(state, head, p, NULL, len) : pcl_run(state, NULL, p, dst, len);
-	if (head) {
-		z0 = ld512(head, NULL);
-	} else {
-		z0 = ld512(p, dst);
-		p += 64;
-		dst = dst ? dst + 64 : NULL;
-		len -= 64;
-	}
+	if (len < 256)
+		return or64 ? pcl_run(state, or64, p, NULL, len) : pcl_run(state, NULL, p, dst, len);
+	z0 = ld512(p, dst);
+	if (or64)
+		z0 = _mm512_or_si512(z0, ld512(or64, NULL));
+	p += 64;
+	dst = dst ? dst + 64 : NULL;
+	len -= 64;
 	z1 = ld512(p, dst);
 	z2 = ld512(p + 64, dst ? dst + 64 : NULL);
 	z3 = ld512(p + 128, dst ? dst + 128 : NULL);
@@ -327,13 +345,13 @@ static T_VPCLMUL uint32_t vpcl_copy(uint32_t state, uint8_t *dst, const uint8_t 
 	return vpcl_run(state, NULL, src, dst, len);
 }
 
-static T_VPCLMUL uint32_t vpcl_head64(uint32_t state, const uint8_t *head, const uint8_t *body,
-				      size_t len)
+static T_VPCLMUL uint32_t vpcl_or64(uint32_t state, const uint8_t *or64, const uint8_t *p,
+				    size_t len)
 {
-	return vpcl_run(state, head, body, NULL, len);
+	return vpcl_run(state, or64, p, NULL, len);
 }
 
-static const struct mr_crc32_ops vpcl_ops = { vpcl_crc, vpcl_copy, vpcl_head64 };
+static const struct mr_crc32_ops vpcl_ops = { vpcl_crc, vpcl_copy, vpcl_or64 };
 
 const struct mr_crc32_ops *mr_crc32_pclmul_ops(void)
 {

@@ -21,13 +21,13 @@ enum mr_crc32_impl {
 };
 
 /* Raw-register primitives of one path. copy: dst receives src's len bytes (no overlap) while
- * the CRC is updated in the same pass. head64: CRC of 64 bytes at head followed by len bytes
- * at body, as if contiguous (the ICRC's masked pseudo-header copy followed by the packet in
- * place, without a reduction between the two). */
+ * the CRC is updated in the same pass. or64: CRC of p[0..len) (len >= 16) with its first
+ * min(len, 64) bytes ORed with or64's: the ICRC's variant fields set to ones in registers, the packet
+ * read once in place. */
 struct mr_crc32_ops {
 	uint32_t (*crc)(uint32_t state, const uint8_t *p, size_t len);
 	uint32_t (*copy)(uint32_t state, uint8_t *dst, const uint8_t *src, size_t len);
-	uint32_t (*head64)(uint32_t state, const uint8_t *head, const uint8_t *body, size_t len);
+	uint32_t (*or64)(uint32_t state, const uint8_t *or64, const uint8_t *p, size_t len);
 };
 
 /* The operations of impl, or NULL if this CPU (or this build) cannot run it. */

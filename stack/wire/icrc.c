@@ -8,10 +8,9 @@
  * why the CRC is seeded with the CRC of 0xff x 8 rather than with zero. The result is stored
  * little-endian (verified against Linux rxe captures in tests/vectors).
  *
- * Only the first 64 bytes (IP+UDP+BTH, 40 or 60 bytes, and what follows them) are copied to be
- * masked; the rest of the packet is fed to the CRC in place, in the same folding pass as the
- * masked copy (mr_crc32_ops.head64). IPv4 with options (pseudo-header up to 80 bytes) takes two
- * passes.
+ * The variant fields are set to ones by ORing the first 64 bytes with a mask built once per
+ * header layout (mr_crc32_ops.or64: in registers, the packet read once in place and not
+ * copied). IPv4 with more than 24 bytes of options is masked in a copy instead.
  *
  * The CRC-32 itself is slicing-by-8 here and carry-less-multiply folding in crc32_clmul.c; the
  * fastest path the CPU runs is chosen once at start-up (MR_CRC32_IMPL in the environment
@@ -46,6 +45,7 @@ static const char *const impl_names[MR_CRC32_NR_IMPLS] = {
 static uint32_t lrh_state;
 
 static void crc32_select(void);
+static void icrc_masks_init(void);
 
 __attribute__((constructor)) static void mr_crc32_init(void)
 {
@@ -61,6 +61,7 @@ __attribute__((constructor)) static void mr_crc32_init(void)
 			crc_tab[k][i] = (crc_tab[k - 1][i] >> 8) ^ crc_tab[0][crc_tab[k - 1][i] & 0xff];
 	lrh_state = mr_crc32_table_raw(0xffffffffu, (const uint8_t[8]){ 0xff, 0xff, 0xff, 0xff,
 									0xff, 0xff, 0xff, 0xff }, 8);
+	icrc_masks_init();
 	crc32_select();
 }
 
@@ -92,12 +93,17 @@ static uint32_t table_copy(uint32_t state, uint8_t *dst, const uint8_t *src, siz
 	return mr_crc32_table_raw(state, src, len);
 }
 
-static uint32_t table_head64(uint32_t state, const uint8_t *head, const uint8_t *body, size_t len)
+static uint32_t table_or64(uint32_t state, const uint8_t *or64, const uint8_t *p, size_t len)
 {
-	return mr_crc32_table_raw(mr_crc32_table_raw(state, head, 64), body, len);
+	uint8_t head[64];
+	size_t n = len < 64 ? len : 64;
+
+	for (size_t i = 0; i < n; i++)
+		head[i] = p[i] | or64[i];
+	return mr_crc32_table_raw(mr_crc32_table_raw(state, head, n), p + n, len - n);
 }
 
-static const struct mr_crc32_ops table_ops = { mr_crc32_table_raw, table_copy, table_head64 };
+static const struct mr_crc32_ops table_ops = { mr_crc32_table_raw, table_copy, table_or64 };
 
 const struct mr_crc32_ops *mr_crc32_impl_ops(enum mr_crc32_impl impl)
 {
@@ -163,12 +169,14 @@ uint32_t mr_crc32_copy(uint32_t crc, void *dst, const void *src, size_t len)
 	return ~crc_ops->copy(~crc, dst, src, len);
 }
 
-/* Masked copy: the IPv6 header (40) + UDP (8) + BTH (12) = 60 bytes, IPv4 with options up to
- * 60 + 20: the head buffer holds the pseudo-header and what follows it up to HEAD bytes. */
+/* The OR masks of the first 64 bytes: IPv4 with 0..24 bytes of options (IHL 5..11), IPv6. */
 #define HEAD 64u
 #define HEAD_MAX (60u + 8u + MR_BTH_LEN)
+#define V4_MASKS 7
+static uint8_t or_v4[V4_MASKS][HEAD], or_v6[HEAD];
 
-/* Replace the variant fields (A17.3.3) of a copy of IP+UDP+BTH by ones. */
+/* Replace the variant fields (A17.3.3) of a copy of IP+UDP+BTH by ones (an OR, so that the same
+ * routine applied to zeros gives the OR masks). */
 static void icrc_mask(uint8_t *pseudo, uint32_t ip_hdr_len, bool ipv6)
 {
 	if (ipv6) {
@@ -185,6 +193,13 @@ static void icrc_mask(uint8_t *pseudo, uint32_t ip_hdr_len, bool ipv6)
 	pseudo[ip_hdr_len + 8 + 4] = 0xff; /* BTH FECN/BECN/resv (A17.9.1) */
 }
 
+static void icrc_masks_init(void)
+{
+	for (uint32_t i = 0; i < V4_MASKS; i++)
+		icrc_mask(or_v4[i], 20 + 4 * i, false);
+	icrc_mask(or_v6, 40, true);
+}
+
 /* Raw CRC register over the masked pseudo-header and roce_len - MR_BTH_LEN further bytes. */
 static uint32_t icrc_state(const uint8_t *ip, uint32_t ip_hdr_len, bool ipv6, uint32_t roce_len)
 {
@@ -193,17 +208,9 @@ static uint32_t icrc_state(const uint8_t *ip, uint32_t ip_hdr_len, bool ipv6, ui
 	uint32_t total = n + roce_len - MR_BTH_LEN;
 	uint32_t c = lrh_state;
 
-	if (total < HEAD) { /* short packets (ACKs): all of it masked in one copy */
-		memcpy(head, ip, total);
-		icrc_mask(head, ip_hdr_len, ipv6);
-		return crc_ops->crc(c, head, total);
-	}
-	if (n <= HEAD) {
-		/* The common case: mask a 64-byte copy, the rest in place, one folding pass. */
-		memcpy(head, ip, HEAD);
-		icrc_mask(head, ip_hdr_len, ipv6);
-		return crc_ops->head64(c, head, ip + HEAD, total - HEAD);
-	}
+	if (n <= HEAD &&
+	    (ipv6 ? ip_hdr_len == 40 : ip_hdr_len >= 20 && (ip_hdr_len & 3) == 0))
+		return crc_ops->or64(c, ipv6 ? or_v6 : or_v4[(ip_hdr_len - 20) / 4], ip, total);
 	memcpy(head, ip, n);
 	icrc_mask(head, ip_hdr_len, ipv6);
 	c = crc_ops->crc(c, head, n);
