@@ -134,14 +134,14 @@ memif_rate() { # SIZE: testpmd txonly (client, CPU a) -> rxonly (server, CPU b)
 	local size=$1 sock="$work/tp.sock" srv cli s1 s2 sh
 	rm -f "$sock"
 	dpdk-testpmd -l "$cpu_a,$cpu_b" "${EAL_T[@]}" --file-prefix="${tag}tps" \
-		--vdev="net_memif0,role=server,id=0,socket=$sock,socket-abstract=no" -- \
+		--vdev="net_memif0,role=server,id=0,socket=$sock,socket-abstract=no,rsize=12" -- \
 		--forward-mode=rxonly --stats-period=1 --nb-cores=1 --total-num-mbufs=8192 \
 		> "$work/tp-rx-$size.log" 2>&1 &
 	srv=$!
 	pids+=($srv)
 	sleep 1
 	dpdk-testpmd -l "$cpu_b,$cpu_a" "${EAL_T[@]}" --file-prefix="${tag}tpc" \
-		--vdev="net_memif0,role=client,id=0,socket=$sock,socket-abstract=no" -- \
+		--vdev="net_memif0,role=client,id=0,socket=$sock,socket-abstract=no,rsize=12" -- \
 		--forward-mode=txonly --txpkts="$size" --stats-period=1 --nb-cores=1 \
 		--total-num-mbufs=8192 > "$work/tp-tx-$size.log" 2>&1 &
 	cli=$!
@@ -290,14 +290,14 @@ mr_start() {
 		# ring (docs/performance.md).
 		cat > "$work/$n.conf" <<CONF
 [port]
-eal_args = --vdev=net_memif0,role=$role,id=0,socket=$work/memif.sock,socket-abstract=no
+eal_args = --vdev=net_memif0,role=$role,id=0,socket=$work/memif.sock,socket-abstract=no,rsize=12
 ipv4 = $ip
 mtu = 1500
 [engine]
 lcores = $lc
 idle_sleep_us = 0
 [limits]
-max_inflight = 512
+max_inflight = 256
 [shm]
 socket = $work/$n.sock
 CONF
@@ -322,13 +322,13 @@ mr_run() {
 	local key=$1 t=$2 srv rc t0 t1
 	shift 2
 	MR_PORT=$((MR_PORT + 1))
-	timeout 120 "$bdir/apps/mrperf/mrperf" "$t" "$@" -p $MR_PORT -u 10 --report_gbits \
+	timeout 120 "$bdir/apps/mrperf/mrperf" "$t" "$@" -p $MR_PORT --report_gbits \
 		--sock "$work/b.sock" > "$work/$key-server.log" 2>&1 &
 	srv=$!
 	sleep 0.3
 	cpu_snap $da $db > "$work/s1"
 	t0=$(date +%s.%N)
-	timeout 120 "$bdir/apps/mrperf/mrperf" "$t" "$@" -p $MR_PORT -u 10 --report_gbits \
+	timeout 120 "$bdir/apps/mrperf/mrperf" "$t" "$@" -p $MR_PORT --report_gbits \
 		--sock "$work/a.sock" --json "$work/$key.json" 127.0.0.1 > "$work/$key-client.log" 2>&1
 	rc=$?
 	t1=$(date +%s.%N)

@@ -59,9 +59,23 @@ static int port_up(uint16_t port, struct rte_mempool *pool)
 static void echo(uint16_t port)
 {
 	struct rte_mbuf *b[32];
+	struct rte_eth_link link;
+	bool seen_up = false;
+	uint32_t empty = 0;
 
 	while (!stop) {
 		uint16_t n = rte_eth_rx_burst(port, 0, b, 32), s = 0;
+
+		/* Leave when the peer has gone (memif may crash polling a vanished peer). */
+		if (n == 0 && ++empty >= 4096) {
+			empty = 0;
+			if (rte_eth_link_get_nowait(port, &link) == 0) {
+				if (link.link_status)
+					seen_up = true;
+				else if (seen_up)
+					break;
+			}
+		}
 
 		while (s < n && !stop)
 			s += rte_eth_tx_burst(port, 0, b + s, (uint16_t)(n - s));
