@@ -105,13 +105,19 @@ static int ping(uint16_t port, struct rte_mempool *pool, uint32_t size, uint32_t
 		memset(p, 0xff, 6); /* broadcast dst, so no MAC filter drops it */
 		p[12] = 0x88;       /* local experimental EtherType 0x88b5 (IEEE 802) */
 		p[13] = 0xb5;
+		memcpy(p + 14, &i, sizeof(i)); /* a late reply to a lost ping is not this one's */
 		t0 = rte_rdtsc();
 		while (rte_eth_tx_burst(port, 0, &m, 1) == 0)
 			;
 		for (;;) {
 			if (rte_eth_rx_burst(port, 0, &r, 1) == 1) {
+				uint32_t seq;
+
+				memcpy(&seq, rte_pktmbuf_mtod_offset(r, uint8_t *, 14), sizeof(seq));
 				rte_pktmbuf_free(r);
-				break;
+				if (seq == i)
+					break;
+				continue;
 			}
 			if (rte_rdtsc() - t0 > hz / 1000000 * LOST_US || stop) {
 				lost++;
