@@ -41,6 +41,14 @@
 #define K_1504 0x12e958ac4ull
 #define K_2080 0x11542778aull /* fold by 2048 */
 #define K_2016 0x1322d1430ull
+#define K_2592 0x00e9bd5ccull /* fold by 2560 */
+#define K_2528 0x115b87256ull
+#define K_3104 0x1f79525b0ull /* fold by 3072 */
+#define K_3040 0x0d31343eaull
+#define K_672 0x1c7569e54ull  /* fold by 640 */
+#define K_608 0x0ae0b5394ull
+#define K_800 0x0df068dc2ull  /* fold by 768 */
+#define K_736 0x18cb44e58ull
 #define BARRETT_P 0x1db710641ull /* P, reflected, 33 bits */
 #define BARRETT_U 0x1f7011641ull /* floor(x^64 / P), reflected */
 
@@ -254,6 +262,22 @@ INLINE T_VPCLMUL __m512i fold512x(__m512i z, __m512i k, __m512i b)
 					 _mm512_clmulepi64_epi128(z, k, 0x11), b, 0x96);
 }
 
+/* Fold-by-(512 m) constants, m = 0..6 (m = 0 unused), for the final merge of the four
+ * accumulators and the last whole 64-byte blocks: every block folded straight to the end in
+ * independent multiplies instead of one after the other. */
+static const uint64_t k512_m[7][2] __attribute__((aligned(16))) = {
+	{ 0, 0 }, { K_544, K_480 }, { K_1056, K_992 }, { K_1568, K_1504 }, { K_2080, K_2016 },
+	{ K_2592, K_2528 }, { K_3104, K_3040 },
+};
+/* Fold-by-(128 m) constants in descending m (index 6 - m; m = 0 is zero: see zmm_fold_end),
+ * so that four consecutive entries are the lanes of one register. */
+static const uint64_t k128_desc[7][2] __attribute__((aligned(64))) = {
+	{ K_800, K_736 }, { K_672, K_608 }, { K_544, K_480 }, { K_416, K_352 }, { K_288, K_224 },
+	{ K_160, K_96 }, { 0, 0 },
+};
+
+#define K512(m) _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)(const void *)k512_m[m]))
+
 INLINE T_VPCLMUL __m512i ld512(const uint8_t *p, uint8_t *dst)
 {
 	__m512i v = _mm512_loadu_si512((const void *)p);
@@ -263,30 +287,10 @@ INLINE T_VPCLMUL __m512i ld512(const uint8_t *p, uint8_t *dst)
 	return v;
 }
 
-/* The four 128-bit lanes of z (lane 0 first) into one: lanes 0..2 are folded by 384, 256 and
- * 128 bits in one pair of multiplies (lane 3's constants are zero) and all four are summed. */
-INLINE T_VPCLMUL __m128i zmm_to_xmm(__m512i z)
-{
-	const __m512i k = _mm512_set_epi64(0, 0, (long long)K_96, (long long)K_160,
-					   (long long)K_224, (long long)K_288,
-					   (long long)K_352, (long long)K_416);
-	__m512i f = _mm512_xor_si512(_mm512_clmulepi64_epi128(z, k, 0x00),
-				     _mm512_clmulepi64_epi128(z, k, 0x11));
-	__m256i h;
-	__m128i x;
-
-	f = _mm512_mask_xor_epi64(f, 0xc0, f, z); /* lane 3 passes through */
-	h = _mm256_xor_si256(_mm512_castsi512_si256(f), _mm512_extracti64x4_epi64(f, 1));
-	x = _mm_xor_si128(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-	return x;
-}
-
 INLINE T_VPCLMUL uint32_t vpcl_run(uint32_t state, const uint8_t *or64, const uint8_t *p,
 				   uint8_t *dst, size_t len)
 {
 	const __m512i k2048 = kvec(K_2080, K_2016);
-	const __m512i k512 = kvec(K_544, K_480);
-	const __m128i k128 = _mm_set_epi64x((long long)K_96, (long long)K_160);
 	__m512i z0, z1, z2, z3, z;
 	__m128i x;
 
@@ -315,22 +319,48 @@ INLINE T_VPCLMUL uint32_t vpcl_run(uint32_t state, const uint8_t *or64, const ui
 		dst = dst ? dst + 256 : NULL;
 		len -= 256;
 	}
-	/* z0 is 1536 bits ahead of z3, z1 1024, z2 512: independent multiplies. */
-	z = fold512x(z0, kvec(K_1568, K_1504), z3);
-	z = fold512x(z1, kvec(K_1056, K_992), z);
-	z = fold512x(z2, k512, z);
-	while (len >= 64) {
-		z = fold512x(z, k512, ld512(p, dst));
-		p += 64;
-		dst = dst ? dst + 64 : NULL;
-		len -= 64;
+	/* The k (0..3) whole 64-byte blocks left and the four accumulators, each folded by its
+	 * distance to the last block in independent multiplies. */
+	{
+		size_t k = len / 64;
+		__m512i acc;
+
+		if (k == 0) {
+			acc = fold512x(z0, K512(3), fold512x(z1, K512(2), fold512x(z2, K512(1), z3)));
+		} else {
+			acc = fold512x(z0, K512(3 + k), fold512x(z1, K512(2 + k),
+				       fold512x(z2, K512(1 + k), fold512x(z3, K512(k),
+				       ld512(p + 64 * (k - 1), dst ? dst + 64 * (k - 1) : NULL)))));
+			for (size_t i = 0; i + 1 < k; i++)
+				acc = fold512x(ld512(p + 64 * i, dst ? dst + 64 * i : NULL),
+					       K512(k - 1 - i), acc);
+		}
+		z = acc;
+		p += 64 * k;
+		dst = dst ? dst + 64 * k : NULL;
+		len -= 64 * k;
 	}
-	x = zmm_to_xmm(z);
-	while (len >= 16) {
-		x = _mm_xor_si128(fold128(x, k128), ld128(p, dst));
-		p += 16;
-		dst = dst ? dst + 16 : NULL;
-		len -= 16;
+	/* Then the four lanes and the j (0..3) whole 16-byte blocks left, the same way. */
+	{
+		size_t j = len / 16;
+		__m512i kl = _mm512_loadu_si512((const void *)k128_desc[3 - j]);
+		__m512i f = _mm512_xor_si512(_mm512_clmulepi64_epi128(z, kl, 0x00),
+					     _mm512_clmulepi64_epi128(z, kl, 0x11));
+		__m256i h;
+
+		if (j == 0)
+			f = _mm512_mask_xor_epi64(f, 0xc0, f, z); /* lane 3 is the last block */
+		h = _mm256_xor_si256(_mm512_castsi512_si256(f), _mm512_extracti64x4_epi64(f, 1));
+		x = _mm_xor_si128(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+		for (size_t i = 0; i < j; i++) {
+			__m128i c = ld128(p + 16 * i, dst ? dst + 16 * i : NULL);
+
+			x = _mm_xor_si128(x, i + 1 < j ? fold128(c, _mm_load_si128(
+						(const __m128i *)(const void *)k128_desc[6 - (j - 1 - i)])) : c);
+		}
+		p += 16 * j;
+		dst = dst ? dst + 16 * j : NULL;
+		len -= 16 * j;
 	}
 	return finish(x, p, dst, len, true); /* >= 192 bytes of p consumed */
 }
