@@ -146,7 +146,12 @@ memif_rate() { # SIZE: testpmd txonly (client, CPU a) -> rxonly (server, CPU b)
 		--total-num-mbufs=8192 > "$work/tp-tx-$size.log" 2>&1 &
 	cli=$!
 	pids+=($cli)
-	sleep 2 # link up, first stats period
+	# Until frames flow (the client may be slow to start on a loaded machine), at most 30 s.
+	for _ in $(seq 1 60); do
+		grep -Eq "Rx-pps: +[1-9]" "$work/tp-rx-$size.log" && break
+		sleep 0.5
+	done
+	: > "$work/tp-rx-$size.log.mark"
 	cpu_snap $srv $cli > "$work/s1"
 	sleep "$T"
 	cpu_snap $srv $cli > "$work/s2"
@@ -434,8 +439,9 @@ top["qp_scaling"] = None
 why["qp_scaling"] = ("rate at 1024 QPs not measured: mrperf takes at most 64 QPs per process; "
                      "qp_scaling_64 is rate(64 QPs) / rate(1 QP)")
 top["qp_scaling_64"] = ratio(r64, r1)
-if r64 is None:
-    why["qp_scaling_64"] = "not run with --quick" if quick else "64-QP run failed"
+if r64 is None or r1 is None:
+    why["qp_scaling_64"] = ("not run with --quick" if quick and r1 is not None else
+                           "a 1- or 64-QP run failed (see notes)")
 for k, src in (("write_vs_memif", "write_bw/memif"), ("write_vs_tcp", "write_bw/iperf3"),
                ("write_per_core_vs_tcp", "write_bw/iperf3 CPU"), ("rate_vs_memif", "rate/memif"),
                ("latency_vs_memif", "write_lat/memif ping-pong")):
