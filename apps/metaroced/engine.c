@@ -6,14 +6,19 @@
  * With several shards (shard.c), the I/O shard 0 also hands RoCE frames to their owner shard's
  * ring and routes the frames other shards built; other shards read their rx ring instead of the
  * port and never touch the port, the neighbour table, the pcap or the impairment stages.
+ * The port's link is followed while running (follow_link): net_memif's comes up only when its
+ * peer connects, which may be long after start-up.
  */
 #include <stdatomic.h>
 #include <time.h>
 
 #include <rte_mbuf.h>
 
+#include "backend.h"
 #include "daemon.h"
 #include "dpdk/dpdk_port.h"
+#include "dpdk/neigh.h"
+#include "log.h"
 #include "shm/shm_server.h"
 #include "transport/rc.h"
 
@@ -93,8 +98,54 @@ static void serve_snapshot(struct mr_daemon *d)
 	atomic_store_explicit(&d->snap_done, req, memory_order_release);
 }
 
+#define LINK_POLL_NS 100000000ull /* 10 link reads a second: a control-path call */
+
+/* The link as shard 0 last read it (bit 0: up, the rest: speed in Mb/s); other shards, which
+ * must not call ethdev, take it from here. */
+static _Atomic uint32_t link_word = UINT32_MAX;
+
+/* Follow link changes into the backend (port state for query_port, the CC's line rate); when
+ * the link comes up, announce our address again (RFC 5227 3) since the first announcement may
+ * have gone nowhere. */
+static void follow_link(struct mr_daemon *d, uint32_t *seen)
+{
+	uint32_t w;
+
+	if (d->shard_id == 0) {
+		struct mr_dpdk_link l = {0};
+
+		if (mr_dpdk_port_link(d->port, 0, &l) < 0)
+			return;
+		w = (uint32_t)l.up | (l.speed_mbps & 0x7fffffffu) << 1;
+		atomic_store_explicit(&link_word, w, memory_order_relaxed);
+	} else {
+		w = atomic_load_explicit(&link_word, memory_order_relaxed);
+		if (w == UINT32_MAX)
+			return;
+	}
+	if (w == *seen)
+		return;
+	mr_backend_set_port_up(d->be, w & 1);
+	mr_backend_set_link_rate(d->be, (uint64_t)(w >> 1) * 1000000ull);
+	if (d->shard_id == 0 && *seen != UINT32_MAX) {
+		mr_log(MR_LOG_INFO, "port %u: link %s (%u Mb/s)", d->cfg.port_id,
+		       (w & 1) ? "up" : "down", w >> 1);
+		if ((w & 1) && d->neigh != NULL) {
+			int len = d->cfg.has_ipv4 ?
+				  mr_neigh_gratuitous_arp(d->neigh, d->scratch, d->max_frame) :
+				  mr_neigh_unsolicited_na(d->neigh, d->scratch, d->max_frame);
+
+			if (len > 0 && mr_engine_tx_copy(d, d->scratch, (uint32_t)len) >= 0)
+				d->tx_pending = true;
+		}
+	}
+	*seen = w;
+}
+
 int mr_engine_run(struct mr_daemon *d)
 {
+	uint64_t next_link = 0;
+	uint32_t link_seen = UINT32_MAX;
 	uint64_t next_stats = d->stats_every_ns ? mr_now_ns() + d->stats_every_ns : UINT64_MAX;
 	unsigned int idle = 0;
 	uint32_t ctl_count = 0;
@@ -178,6 +229,10 @@ int mr_engine_run(struct mr_daemon *d)
 		}
 		if (d->nshards > 1)
 			serve_snapshot(d);
+		if (now >= next_link) {
+			follow_link(d, &link_seen);
+			next_link = now + LINK_POLL_NS;
+		}
 		if (work > 0) {
 			uint64_t took = mr_now_ns() - now;
 

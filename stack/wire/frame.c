@@ -26,6 +26,9 @@
 #define IPPROTO_UDP_NUM 17
 #define IPV4_DF 0x4000
 #define IPV4_MF_OFF_MASK 0x3fff /* MF flag + fragment offset */
+/* Payloads from this size on are copied with mr_crc32_copy(): below it, a second read of the
+ * payload (still in L1) costs less than the extra CRC reductions of chaining per iov. */
+#define FUSED_COPY_MIN 1024u
 
 static const char *const parse_result_names[MR_PARSE_NR_RESULTS] = {
 	[MR_PARSE_OK] = "ok",
@@ -427,6 +430,18 @@ int mr_frame_build(uint8_t *buf, uint32_t cap, const struct mr_path *path, uint1
 	bth = udp + UDP_HLEN;
 	encode_hdrs(oi, bth, hdr, padcnt);
 	p = bth + oi->length;
+	if (paylen >= FUSED_COPY_MIN) {
+		/* Payload copied and folded into the ICRC in one pass (headers first, A17.3.3). */
+		uint32_t icrc = mr_icrc_calc(ip, iphl, path->ipv6, oi->length);
+
+		for (unsigned int i = 0; i < niov; i++) {
+			icrc = mr_crc32_copy(icrc, p, iov[i].base, iov[i].len);
+			p += iov[i].len;
+		}
+		memset(p, 0, padcnt);
+		mr_put_le32(bth + roce_len - MR_ICRC_LEN, mr_crc32(icrc, p, padcnt));
+		return (int)total;
+	}
 	for (unsigned int i = 0; i < niov; i++) {
 		if (iov[i].len)
 			memcpy(p, iov[i].base, iov[i].len);

@@ -1,0 +1,476 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# metaroce against this machine's own limits, measured in one run (issue 10, docs/performance.md):
+#   1. ICRC alone (tests/wire/bench_icrc): our CRC paths vs memcpy vs DPDK's rte_net_crc, one core;
+#   2. the raw net_memif ceiling: dpdk-testpmd txonly -> rxonly between two processes, frames/s
+#      and bytes/s at the frame sizes metaroce sends over memif (82 B = an 8-byte WRITE, 1082 B = a
+#      full IB-MTU-1024 packet, 1514 B = the PMD's largest);
+#   3. the raw memif ping-pong RTT at 82 B (tests/dpdk/memif_pingpong);
+#   4. one kernel TCP stream over a veth between two namespaces (iperf3, MTU 1500 like memif's
+#      frames) with the CPU time it used, and its 64-byte ping-pong RTT (sockperf);
+#   5. metaroce between two metaroced over net_memif (one engine lcore each, busy polling, in two
+#      network namespaces, filesystem memif socket): WRITE/READ goodput, 8 B WRITE message rate at
+#      1/16/64 QPs, 8 B write/send ping-pong latency, each with the engine threads' CPU share.
+# Every figure comes with the CPU share of each polling thread (from /proc/PID/task/*/stat) and
+# the ratios are formed from figures of this run only. The machine may be shared: figures are
+# medians of several samples where the tool allows, and reported, never asserted.
+#
+# Usage: scripts/bench-perf.sh [--json FILE] [--quick] [--build DIR] [--keep]
+#   --quick   shorter runs, fewer sizes (CI; a few minutes)
+#   --build   build directory (default: build; built with ninja if a binary is missing)
+#   --keep    keep the work directory (logs) for inspection
+# Needs root (namespaces), Debian packages dpdk-dev (dpdk-testpmd), iperf3, sockperf (installed
+# if missing, as scripts/lib/deps.sh does).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+. "$here/lib/netns.sh"
+
+json_out= quick=0 bdir="$root/build" keep=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--json) json_out=$2; shift 2 ;;
+	--quick) quick=1; shift ;;
+	--build) bdir=$(cd "$2" && pwd); shift 2 ;;
+	--keep) keep=1; shift ;;
+	-h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+	*) echo "bench-perf: unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+[ "$(id -u)" = 0 ] || { echo "bench-perf: needs root (network namespaces)" >&2; exit 2; }
+
+if [ $quick = 1 ]; then
+	T=3 ICRC_ARGS="--reps 5 --ms 5" LAT_N=2000 BW_SIZES="65536" SAMPLES=1
+else
+	T=8 ICRC_ARGS="--reps 11 --ms 20" LAT_N=20000 BW_SIZES="65536 1048576 4194304" SAMPLES=3
+fi
+
+work=$(mktemp -d /tmp/mr-bench-perf.XXXXXX)
+res="$work/results.txt"   # "key value" lines, turned into the table and JSON at the end
+: > "$res"
+tag="bp$$"
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	sleep 0.5
+	for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	mr_netns_down "$tag"
+	ip netns del "mr-$tag-ma" 2>/dev/null
+	ip netns del "mr-$tag-mb" 2>/dev/null
+	[ $keep = 1 ] && echo "bench-perf: logs in $work" || rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+put() { echo "$1 $2" >> "$res"; }
+note() { echo "bench-perf: $*" >&2; put "note_$(echo "$1" | tr -c 'a-z0-9_\n' _)" "\"$*\""; }
+
+# ---- tools ----
+need_pkgs=()
+command -v dpdk-testpmd >/dev/null || need_pkgs+=(dpdk-dev)
+command -v iperf3 >/dev/null || need_pkgs+=(iperf3)
+command -v sockperf >/dev/null || need_pkgs+=(sockperf)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+	echo "bench-perf: installing ${need_pkgs[*]}"
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq \
+		--no-install-recommends "${need_pkgs[@]}" >/dev/null 2>&1 ||
+		{ DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -qq &&
+		  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq \
+			--no-install-recommends "${need_pkgs[@]}" >/dev/null 2>&1; } ||
+		echo "bench-perf: could not install ${need_pkgs[*]}" >&2
+fi
+targets=(tests/wire/bench_icrc tests/dpdk/memif_pingpong apps/metaroced/metaroced apps/mrperf/mrperf)
+for t in "${targets[@]}"; do
+	[ -x "$bdir/$t" ] && continue
+	[ -d "$bdir" ] || meson setup "$bdir" "$root" >/dev/null
+	ninja -C "$bdir" "${targets[@]}" >/dev/null || { echo "bench-perf: build failed" >&2; exit 1; }
+	break
+done
+ncpu=$(nproc)
+cpu_a=0 cpu_b=$((ncpu > 1 ? 1 : 0))
+hz=$(getconf CLK_TCK)
+put machine_cpus "$ncpu"
+put machine_load1 "$(cut -d' ' -f1 /proc/loadavg)"
+
+# ---- CPU shares ----
+# cpu_snap PID...: "pid/tid comm ticks" for every thread of the processes.
+cpu_snap() {
+	local p t
+	for p in "$@"; do
+		for t in /proc/"$p"/task/*; do
+			[ -r "$t/stat" ] || continue
+			# comm is in parentheses and may hold spaces: fields after the last ')'.
+			awk -v id="$p/${t##*/}" -v comm="$(cat "$t/comm" 2>/dev/null | tr ' ' _)" '{
+				s = $0; sub(/.*\) /, "", s); split(s, f, " ");
+				print id, comm, f[12] + f[13] }' "$t/stat"
+		done
+	done
+}
+# cpu_share SNAP1 SNAP2 SECONDS LABEL: prints "LABEL:comm=NN%" for threads above 3%, and the sum
+# of all of them (cores) on the last line.
+cpu_share() {
+	awk -v secs="$3" -v hz="$hz" -v label="$4" 'NR == FNR { t0[$1] = $3; next }
+		($1 in t0) { pct = ($3 - t0[$1]) * 100 / hz / secs; tot += pct;
+			if (pct >= 3) printf "%s:%s=%.0f%% ", label, $2, pct }
+		END { printf "\n%.3f\n", tot / 100 }' "$1" "$2"
+}
+
+# ---- 1. ICRC ----
+icrc_section() {
+	local out="$work/icrc.txt"
+	echo "== ICRC (one core, CPU $cpu_b) =="
+	if ! taskset -c "$cpu_b" "$bdir/tests/wire/bench_icrc" $ICRC_ARGS > "$out" 2> "$work/icrc.err"; then
+		note icrc "bench_icrc failed: $(tail -1 "$work/icrc.err")"
+		return
+	fi
+	grep -v '^RESULT' "$out"
+	grep '^RESULT' "$out" | while read -r _ k v; do put "icrc.$k" "$v"; done
+}
+
+# ---- 2./3. raw net_memif ----
+EAL_T=(--no-pci --no-huge -m 256 --no-shconf --no-telemetry --log-level=lib.eal:error)
+memif_rate() { # SIZE: testpmd txonly (client, CPU a) -> rxonly (server, CPU b)
+	local size=$1 sock="$work/tp.sock" srv cli s1 s2 sh
+	rm -f "$sock"
+	dpdk-testpmd -l "$cpu_a,$cpu_b" "${EAL_T[@]}" --file-prefix="${tag}tps" \
+		--vdev="net_memif0,role=server,id=0,socket=$sock,socket-abstract=no,rsize=12" -- \
+		--forward-mode=rxonly --stats-period=1 --nb-cores=1 --total-num-mbufs=8192 \
+		> "$work/tp-rx-$size.log" 2>&1 &
+	srv=$!
+	pids+=($srv)
+	sleep 1
+	dpdk-testpmd -l "$cpu_b,$cpu_a" "${EAL_T[@]}" --file-prefix="${tag}tpc" \
+		--vdev="net_memif0,role=client,id=0,socket=$sock,socket-abstract=no,rsize=12" -- \
+		--forward-mode=txonly --txpkts="$size" --stats-period=1 --nb-cores=1 \
+		--total-num-mbufs=8192 > "$work/tp-tx-$size.log" 2>&1 &
+	cli=$!
+	pids+=($cli)
+	# Until frames flow (the client may be slow to start on a loaded machine), at most 30 s.
+	for _ in $(seq 1 60); do
+		grep -Eq "Rx-pps: +[1-9]" "$work/tp-rx-$size.log" && break
+		sleep 0.5
+	done
+	: > "$work/tp-rx-$size.log.mark"
+	cpu_snap $srv $cli > "$work/s1"
+	sleep "$T"
+	cpu_snap $srv $cli > "$work/s2"
+	kill -INT $cli; wait $cli 2>/dev/null
+	kill -INT $srv; wait $srv 2>/dev/null
+	pids=("${pids[@]:0:${#pids[@]}-2}")
+	sh=$(cpu_share "$work/s1" "$work/s2" "$T" "testpmd")
+	# The receiver's per-second Rx-pps/Rx-bps samples: the median of those after the first two.
+	python3 - "$work/tp-rx-$size.log" "$size" "$res" "$(echo "$sh" | tail -1)" \
+		"$(echo "$sh" | head -1)" <<'PY'
+import re, statistics, sys
+log, size, res, cores, threads = sys.argv[1:6]
+pps = [int(x) for x in re.findall(r"Rx-pps:\s+(\d+)", open(log).read())]
+pps = [p for p in pps[2:] if p > 0] or [p for p in pps if p > 0]
+with open(res, "a") as f:
+    if not pps:
+        f.write('note_memif_%s "no frames received"\n' % size)
+        sys.exit(0)
+    m = statistics.median(pps)
+    f.write("memif.pps_%s %d\nmemif.Bps_%s %d\nmemif.cores_%s %s\n" % (size, m, size, m * int(size), size, cores))
+    f.write('memif.cpu_%s "%s"\n' % (size, threads.strip()))
+    print("  memif %5s B: %.3f Mframes/s, %.2f Gb/s (median of %d 1-s samples); CPU %s" %
+          (size, m / 1e6, m * int(size) * 8 / 1e9, len(pps), threads.strip()))
+PY
+}
+
+memif_pingpong() { # SIZE
+	local size=$1 sock="$work/pp.sock" srv
+	rm -f "$sock"
+	"$bdir/tests/dpdk/memif_pingpong" echo "$sock" "$size" 0 -l "$cpu_b" "${EAL_T[@]}" \
+		--file-prefix="${tag}ppe" > "$work/pp-echo.log" 2>&1 &
+	srv=$!
+	pids+=($srv)
+	sleep 1
+	if "$bdir/tests/dpdk/memif_pingpong" ping "$sock" "$size" "$LAT_N" -l "$cpu_a" \
+		"${EAL_T[@]}" --file-prefix="${tag}ppp" > "$work/pp-ping.log" 2>&1; then
+		grep '^RESULT' "$work/pp-ping.log" | while read -r _ k v; do put "memif.$k" "$v"; done
+		grep -v '^RESULT' "$work/pp-ping.log" | grep -i rtt | sed 's/^/  /'
+	else
+		note memif_pp "memif ping-pong failed: $(tail -1 "$work/pp-ping.log")"
+	fi
+	kill -TERM $srv 2>/dev/null; wait $srv 2>/dev/null
+	pids=("${pids[@]:0:${#pids[@]}-1}")
+}
+
+memif_section() {
+	echo "== raw net_memif (dpdk-testpmd txonly -> rxonly, two processes, CPUs $cpu_a/$cpu_b) =="
+	if ! command -v dpdk-testpmd >/dev/null; then
+		note memif "dpdk-testpmd not installed"
+		return
+	fi
+	for s in 82 1082 1514; do
+		memif_rate $s
+	done
+	memif_pingpong 82
+}
+
+# ---- 4. kernel TCP over veth ----
+tcp_section() {
+	local a="mr-$tag-a" b="mr-$tag-b" srv
+	echo "== kernel TCP over veth (namespaces, MTU 1500) =="
+	mr_netns_up "$tag" 1500 || { note tcp "no namespaces"; return; }
+	# This section alone gives the kernel addresses (and its offloads back).
+	ip -n "$a" addr add 198.18.77.1/30 dev mrva
+	ip -n "$b" addr add 198.18.77.2/30 dev mrvb
+	for ns in "$a:mrva" "$b:mrvb"; do
+		ip netns exec "${ns%%:*}" ethtool -K "${ns##*:}" tx on rx on tso on gso on gro on \
+			>/dev/null 2>&1 || true
+	done
+	if command -v iperf3 >/dev/null; then
+		ip netns exec "$b" taskset -c "$cpu_b" iperf3 -s -1 -B 198.18.77.2 -p 5201 \
+			> "$work/iperf-s.log" 2>&1 &
+		srv=$!
+		pids+=($srv)
+		sleep 0.5
+		ip netns exec "$a" taskset -c "$cpu_a" iperf3 -c 198.18.77.2 -p 5201 -t "$T" -J \
+			> "$work/iperf.json" 2> "$work/iperf.err"
+		wait $srv 2>/dev/null
+		pids=("${pids[@]:0:${#pids[@]}-1}")
+		python3 - "$work/iperf.json" "$res" <<'PY'
+import json, sys
+try:
+    j = json.load(open(sys.argv[1]))
+    bps = j["end"]["sum_received"]["bits_per_second"]
+    cpu = j["end"]["cpu_utilization_percent"]
+    host, remote = cpu["host_total"], cpu["remote_total"]
+except Exception as e:
+    open(sys.argv[2], "a").write('note_tcp "iperf3 gave no result: %s"\n' % e)
+    sys.exit(0)
+with open(sys.argv[2], "a") as f:
+    f.write("tcp.bps %d\ntcp.cores %.3f\ntcp.sender_cpu %.1f\ntcp.receiver_cpu %.1f\n" %
+            (bps, (host + remote) / 100, host, remote))
+print("  iperf3 one stream: %.2f Gb/s, sender %.0f%% + receiver %.0f%% of a core (iperf3's own "
+      "accounting: process user+system time)" % (bps / 1e9, host, remote))
+PY
+	else
+		note tcp "iperf3 not installed"
+	fi
+	if command -v sockperf >/dev/null; then
+		ip netns exec "$b" taskset -c "$cpu_b" sockperf sr --tcp -i 198.18.77.2 -p 11111 \
+			> "$work/sockperf-s.log" 2>&1 &
+		srv=$!
+		pids+=($srv)
+		sleep 0.5
+		ip netns exec "$a" taskset -c "$cpu_a" sockperf pp --tcp -i 198.18.77.2 -p 11111 \
+			-m 64 -t "$T" --full-rtt > "$work/sockperf.log" 2>&1
+		kill -TERM $srv 2>/dev/null; wait $srv 2>/dev/null
+		pids=("${pids[@]:0:${#pids[@]}-1}")
+		python3 - "$work/sockperf.log" "$res" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+def pct(p):
+    m = re.search(r"percentile\s+%s\s*=\s*([\d.]+)" % re.escape(p), t)
+    return float(m.group(1)) if m else None
+p50, p99, p999 = pct("50.000"), pct("99.000"), pct("99.900")
+with open(sys.argv[2], "a") as f:
+    if p50 is None:
+        f.write('note_tcp_rtt "sockperf gave no percentiles"\n')
+    else:
+        f.write("tcp.rtt_p50_us %.2f\ntcp.rtt_p99_us %.2f\ntcp.rtt_p999_us %.2f\n" % (p50, p99, p999))
+        print("  sockperf TCP ping-pong 64 B: RTT p50 %.1f us, p99 %.1f us, p99.9 %.1f us" % (p50, p99, p999))
+PY
+	else
+		note tcp_rtt "sockperf not installed"
+	fi
+	mr_netns_down "$tag"
+}
+
+# ---- 5. metaroce over net_memif ----
+MR_PORT=$((20000 + $$ % 20000))
+da= db=
+mr_start() {
+	local n role ip lc ns
+	rm -f "$work/memif.sock"
+	for n in a b; do
+		role=server ip=198.18.0.1 lc=$cpu_a
+		[ $n = b ] && role=client ip=198.18.0.2 lc=$cpu_b
+		ns="mr-$tag-m$n"
+		ip netns add "$ns" 2>/dev/null
+		# One engine lcore each, pure busy polling; the window kept under memif's 1024-slot
+		# ring (docs/performance.md).
+		cat > "$work/$n.conf" <<CONF
+[port]
+eal_args = --vdev=net_memif0,role=$role,id=0,socket=$work/memif.sock,socket-abstract=no,rsize=12
+ipv4 = $ip
+mtu = 1500
+[engine]
+lcores = $lc
+idle_sleep_us = 0
+[limits]
+max_inflight = 256
+[shm]
+socket = $work/$n.sock
+CONF
+		rm -f "$work/$n.sock"
+		ip netns exec "$ns" "$bdir/apps/metaroced/metaroced" -c "$work/$n.conf" -- \
+			--file-prefix="${tag}d$n" --no-huge -m 256 > "$work/daemon-$n.log" 2>&1 &
+		eval "d$n=$!"
+		pids+=($!)
+		# The server side first: the client's link comes up when it connects, which the
+		# daemon follows at run time (no start-order or timing requirement).
+		mr_daemon_wait "$work/daemon-$n.log" "$work/$n.sock" $! || return 1
+	done
+}
+mr_stop() {
+	kill -TERM $db 2>/dev/null; wait $db 2>/dev/null
+	kill -TERM $da 2>/dev/null; wait $da 2>/dev/null
+	pids=()
+}
+# mr_run KEY TEST ARGS...: mrperf server on b, client on a; records the client's JSON and the
+# engine threads' CPU share (both daemons) over the run.
+mr_run() {
+	local key=$1 t=$2 srv rc t0 t1
+	shift 2
+	MR_PORT=$((MR_PORT + 1))
+	timeout 120 "$bdir/apps/mrperf/mrperf" "$t" "$@" -p $MR_PORT --report_gbits \
+		--sock "$work/b.sock" > "$work/$key-server.log" 2>&1 &
+	srv=$!
+	sleep 0.3
+	cpu_snap $da $db > "$work/s1"
+	t0=$(date +%s.%N)
+	timeout 120 "$bdir/apps/mrperf/mrperf" "$t" "$@" -p $MR_PORT --report_gbits \
+		--sock "$work/a.sock" --json "$work/$key.json" 127.0.0.1 > "$work/$key-client.log" 2>&1
+	rc=$?
+	t1=$(date +%s.%N)
+	cpu_snap $da $db > "$work/s2"
+	wait $srv 2>/dev/null
+	if [ $rc != 0 ] || [ ! -s "$work/$key.json" ]; then
+		note "mr_$key" "mrperf $t $* failed (exit $rc): $(tail -1 "$work/$key-client.log")"
+		return 1
+	fi
+	sh=$(cpu_share "$work/s1" "$work/s2" "$(echo "$t1 - $t0" | bc -l)" "metaroced")
+	python3 - "$work/$key.json" "$res" "$key" "$(echo "$sh" | tail -1)" "$(echo "$sh" | head -1)" <<'PY'
+import json, sys
+j, res, key, cores, threads = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+r = j["results"][-1]
+with open(res, "a") as f:
+    if "BW_average" in r:
+        f.write("mr.%s_gbps %s\nmr.%s_mpps %s\n" % (key, r["BW_average"], key, r["MsgRate"]))
+        line = "%.2f Gb/s, %.4f Mmsg/s" % (r["BW_average"], r["MsgRate"])
+    else:
+        f.write("mr.%s_p50_us %s\nmr.%s_p99_us %s\nmr.%s_p999_us %s\n" %
+                (key, r["t_typical"], key, r["percentile_99"], key, r["percentile_99_9"]))
+        line = "p50 %.2f us, p99 %.2f us, p99.9 %.2f us" % (r["t_typical"], r["percentile_99"], r["percentile_99_9"])
+    f.write("mr.%s_cores %s\n" % (key, cores))
+    f.write('mr.%s_cpu "%s"\n' % (key, threads.strip()))
+print("  %-14s %s; engine cores %s (%s)" % (key, line, cores, threads.strip()))
+PY
+}
+
+mr_section() {
+	echo "== metaroce over net_memif (two metaroced, engine lcores $cpu_a/$cpu_b, IB MTU 1024) =="
+	if ! mr_start; then
+		note mr "daemons did not start: $(tail -2 "$work"/daemon-*.log | tr '\n' ' ')"
+		mr_stop
+		return
+	fi
+	for s in $BW_SIZES; do
+		mr_run "write_bw_$s" write_bw -s "$s" -D "$T"
+	done
+	mr_run read_bw_65536 read_bw -s 65536 -D "$T"
+	for q in 1 16 64; do
+		[ $quick = 1 ] && [ $q = 64 ] && continue
+		mr_run "write_rate_8_q$q" write_bw -s 8 -q $q -t 128 -D "$T"
+	done
+	mr_run write_lat_8 write_lat -s 8 -n "$LAT_N"
+	mr_run send_lat_8 send_lat -s 8 -n "$LAT_N"
+	mr_stop
+}
+
+icrc_section
+memif_section
+tcp_section
+mr_section
+put machine_load1_end "$(cut -d' ' -f1 /proc/loadavg)"
+
+# ---- ratios, table, JSON ----
+python3 - "$res" "$json_out" "$quick" <<'PY'
+import json, statistics, sys
+res, out, quick = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+v, notes = {}, {}
+for line in open(res):
+    k, _, val = line.rstrip("\n").partition(" ")
+    if k.startswith("note_"):
+        notes[k[5:]] = val.strip('"')
+        continue
+    try:
+        v[k] = float(val)
+    except ValueError:
+        v[k] = val.strip('"')
+def g(k):
+    x = v.get(k)
+    return x if isinstance(x, float) else None
+def ratio(a, b):
+    return round(a / b, 3) if a is not None and b else None
+why = {}
+# ICRC: the median over the payload-bearing frame sizes (1 KiB .. 4 KiB) of the per-size ratios.
+big = [1024, 1518, 2048, 4096]
+path = v.get("icrc.icrc_path", "icrc_vpclmul")
+def icrc_ratio(base):
+    rs = [g("icrc.%s_%d_Bps" % (path, s)) / g("icrc.%s_%d_Bps" % (base, s)) for s in big
+          if g("icrc.%s_%d_Bps" % (path, s)) and g("icrc.%s_%d_Bps" % (base, s))]
+    return round(statistics.median(rs), 3) if rs else None
+top = {
+    "icrc_vs_memcpy": icrc_ratio("memcpy"),
+    "icrc_vs_rte_net_crc": icrc_ratio("rte_net_crc_avx512"),
+    "icrc_vs_rte_net_crc_default": icrc_ratio("rte_net_crc_default"),
+    "icrc_vs_table": icrc_ratio("icrc_table"),
+}
+if top["icrc_vs_rte_net_crc"] is None:
+    why["icrc_vs_rte_net_crc"] = "rte_net_crc not measured (EAL did not start)"
+# metaroce vs raw memif and TCP.
+w = g("mr.write_bw_65536_gbps")
+wc = g("mr.write_bw_65536_cores")
+memif_1082 = g("memif.Bps_1082")
+tcp, tcpc = g("tcp.bps"), g("tcp.cores")
+top["write_vs_memif"] = ratio(w * 1e9 / 8 if w else None, memif_1082)
+top["write_vs_tcp"] = ratio(w * 1e9 if w else None, tcp)
+top["write_per_core_vs_tcp"] = (ratio(w * 1e9 / wc, tcp / tcpc) if w and wc and tcp and tcpc else None)
+r16 = g("mr.write_rate_8_q16_mpps")
+top["rate_vs_memif"] = ratio(r16 * 1e6 if r16 else None, g("memif.pps_82"))
+top["latency_vs_memif"] = ratio(g("mr.write_lat_8_p50_us"), g("memif.rtt_p50_us"))
+r1, r64 = g("mr.write_rate_8_q1_mpps"), g("mr.write_rate_8_q64_mpps")
+top["qp_scaling"] = None
+why["qp_scaling"] = ("rate at 1024 QPs not measured: mrperf takes at most 64 QPs per process; "
+                     "qp_scaling_64 is rate(64 QPs) / rate(1 QP)")
+top["qp_scaling_64"] = ratio(r64, r1)
+if r64 is None or r1 is None:
+    why["qp_scaling_64"] = ("not run with --quick" if quick and r1 is not None else
+                           "a 1- or 64-QP run failed (see notes)")
+for k, src in (("write_vs_memif", "write_bw/memif"), ("write_vs_tcp", "write_bw/iperf3"),
+               ("write_per_core_vs_tcp", "write_bw/iperf3 CPU"), ("rate_vs_memif", "rate/memif"),
+               ("latency_vs_memif", "write_lat/memif ping-pong")):
+    if top[k] is None and k not in why:
+        why[k] = "an input was not measured (%s): see notes" % src
+out_j = dict(top)
+out_j["why_null"] = {k: w_ for k, w_ in why.items() if out_j.get(k) is None}
+out_j["figures"] = v
+out_j["notes"] = notes
+out_j["quick"] = quick
+out_j["definitions"] = {
+    "icrc_*": "median over 1024/1518/2048/4096-byte frames of ICRC bytes/s / baseline bytes/s, one core, CPU time",
+    "write_vs_memif": "64 KiB WRITE goodput / raw memif bytes/s at 1082-byte frames (testpmd)",
+    "write_vs_tcp": "64 KiB WRITE goodput / one iperf3 stream goodput (veth, MTU 1500)",
+    "write_per_core_vs_tcp": "(WRITE goodput / engine cores used, both daemons) / (iperf3 goodput / CPU cores used, both ends)",
+    "rate_vs_memif": "8 B WRITE messages/s at 16 QPs / raw memif frames/s at 82 B",
+    "latency_vs_memif": "8 B write ping-pong p50 / raw memif 82-byte ping-pong RTT p50 (lower is better)",
+}
+print()
+print("%-26s %s" % ("ratio", "value"))
+for k in ("icrc_vs_memcpy", "icrc_vs_rte_net_crc", "icrc_vs_rte_net_crc_default", "icrc_vs_table",
+          "write_vs_memif", "write_vs_tcp", "write_per_core_vs_tcp", "rate_vs_memif",
+          "latency_vs_memif", "qp_scaling", "qp_scaling_64"):
+    print("%-26s %s%s" % (k, top[k], "" if top[k] is not None else "   (" + why.get(k, "?") + ")"))
+for k, n in notes.items():
+    print("note %s: %s" % (k, n))
+if out:
+    with open(out, "w") as f:
+        json.dump(out_j, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print("JSON: %s" % out)
+PY

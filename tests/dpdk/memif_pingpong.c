@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT
+ * Raw net_memif ping-pong between two processes (not a test; scripts/bench-perf.sh runs it): the
+ * baseline for metaroce's 8-byte write latency over the same PMD. "echo" is the memif server and
+ * sends every frame back; "ping" (the client) sends one frame of SIZE bytes, busy-polls for its
+ * return, N times after a warm-up, and prints the RTT percentiles.
+ * Usage: memif_pingpong echo|ping SOCKET SIZE N [EAL args...]
+ * Output (ping): a summary line, then "RESULT rtt_p50_us X" etc.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+
+#define WARMUP 200
+#define LOST_US 100000 /* a frame not back after 100 ms is counted lost and sent again */
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int port_up(uint16_t port, struct rte_mempool *pool)
+{
+	struct rte_eth_conf conf;
+	struct rte_eth_link link;
+
+	memset(&conf, 0, sizeof(conf));
+	if (rte_eth_dev_configure(port, 1, 1, &conf) < 0 ||
+	    rte_eth_rx_queue_setup(port, 0, 1024, (unsigned int)rte_socket_id(), NULL, pool) < 0 ||
+	    rte_eth_tx_queue_setup(port, 0, 1024, (unsigned int)rte_socket_id(), NULL) < 0 ||
+	    rte_eth_dev_start(port) < 0)
+		return -1;
+	/* The memif link comes up when the peer connects. */
+	for (int i = 0; i < 3000 && !stop; i++) {
+		if (rte_eth_link_get_nowait(port, &link) == 0 && link.link_status)
+			return 0;
+		rte_delay_us_sleep(10000);
+	}
+	return -1;
+}
+
+static void echo(uint16_t port)
+{
+	struct rte_mbuf *b[32];
+	struct rte_eth_link link;
+	bool seen_up = false;
+	uint32_t empty = 0;
+
+	while (!stop) {
+		uint16_t n = rte_eth_rx_burst(port, 0, b, 32), s = 0;
+
+		/* Leave when the peer has gone (memif may crash polling a vanished peer). */
+		if (n == 0 && ++empty >= 4096) {
+			empty = 0;
+			if (rte_eth_link_get_nowait(port, &link) == 0) {
+				if (link.link_status)
+					seen_up = true;
+				else if (seen_up)
+					break;
+			}
+		}
+
+		while (s < n && !stop)
+			s += rte_eth_tx_burst(port, 0, b + s, (uint16_t)(n - s));
+		for (; s < n; s++)
+			rte_pktmbuf_free(b[s]);
+	}
+}
+
+static int ping(uint16_t port, struct rte_mempool *pool, uint32_t size, uint32_t n)
+{
+	uint64_t *rtt = calloc(n, sizeof(*rtt)), hz = rte_get_tsc_hz(), lost = 0;
+	uint64_t t_all = rte_rdtsc();
+
+	if (!rtt)
+		return 1;
+	for (uint32_t i = 0; i < n + WARMUP && !stop; i++) {
+		struct rte_mbuf *m = rte_pktmbuf_alloc(pool), *r;
+		uint8_t *p;
+		uint64_t t0;
+
+		if (!m)
+			return 1;
+		p = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)size);
+		if (!p)
+			return 1;
+		memset(p, 0, size);
+		memset(p, 0xff, 6); /* broadcast dst, so no MAC filter drops it */
+		p[12] = 0x88;       /* local experimental EtherType 0x88b5 (IEEE 802) */
+		p[13] = 0xb5;
+		memcpy(p + 14, &i, sizeof(i)); /* a late reply to a lost ping is not this one's */
+		t0 = rte_rdtsc();
+		while (rte_eth_tx_burst(port, 0, &m, 1) == 0)
+			;
+		for (;;) {
+			if (rte_eth_rx_burst(port, 0, &r, 1) == 1) {
+				uint32_t seq;
+
+				memcpy(&seq, rte_pktmbuf_mtod_offset(r, uint8_t *, 14), sizeof(seq));
+				rte_pktmbuf_free(r);
+				if (seq == i)
+					break;
+				continue;
+			}
+			if (rte_rdtsc() - t0 > hz / 1000000 * LOST_US || stop) {
+				lost++;
+				break;
+			}
+		}
+		if (i >= WARMUP)
+			rtt[i - WARMUP] = rte_rdtsc() - t0;
+	}
+	t_all = rte_rdtsc() - t_all;
+	qsort(rtt, n, sizeof(*rtt), cmp_u64);
+	{
+		double us = 1e6 / (double)hz;
+		double p50 = (double)rtt[n / 2] * us, p99 = (double)rtt[(uint64_t)n * 99 / 100] * us;
+		double p999 = (double)rtt[(uint64_t)n * 999 / 1000] * us;
+
+		printf("memif ping-pong %u B x %u: RTT min %.2f p50 %.2f p99 %.2f p99.9 %.2f us, "
+		       "%llu lost, %.0f round trips/s\n", size, n, (double)rtt[0] * us, p50, p99, p999,
+		       (unsigned long long)lost, (n + WARMUP) / ((double)t_all / (double)hz));
+		printf("RESULT rtt_p50_us %.3f\nRESULT rtt_p99_us %.3f\nRESULT rtt_p999_us %.3f\n"
+		       "RESULT rtt_lost %llu\n", p50, p99, p999, (unsigned long long)lost);
+	}
+	free(rtt);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	char vdev[512];
+	char *eal[64];
+	int ne = 0, rc;
+	bool is_echo;
+	uint32_t size, n;
+	struct rte_mempool *pool;
+
+	if (argc < 5 || (strcmp(argv[1], "echo") && strcmp(argv[1], "ping")) || argc > 60) {
+		fprintf(stderr, "usage: %s echo|ping SOCKET SIZE N [EAL args...]\n", argv[0]);
+		return 2;
+	}
+	is_echo = !strcmp(argv[1], "echo");
+	size = (uint32_t)atoi(argv[3]);
+	n = (uint32_t)atoi(argv[4]);
+	if (size < 60 || size > 1514 || (!is_echo && n < 1)) {
+		fprintf(stderr, "SIZE 60..1514, N >= 1\n");
+		return 2;
+	}
+	snprintf(vdev, sizeof(vdev), "--vdev=net_memif0,role=%s,id=0,socket=%s,socket-abstract=no",
+		 is_echo ? "server" : "client", argv[2]);
+	eal[ne++] = argv[0];
+	for (int i = 5; i < argc; i++)
+		eal[ne++] = argv[i];
+	eal[ne++] = vdev;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	if (rte_eal_init(ne, eal) < 0) {
+		fprintf(stderr, "rte_eal_init: %s\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	pool = rte_pktmbuf_pool_create("pp_pool", 4095, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+				       (int)rte_socket_id());
+	if (!pool || port_up(0, pool) < 0) {
+		fprintf(stderr, "memif port did not come up: %s\n", rte_strerror(rte_errno));
+		rte_eal_cleanup();
+		return 1;
+	}
+	rc = 0;
+	if (is_echo)
+		echo(0);
+	else
+		rc = ping(0, pool, size, n);
+	rte_eth_dev_stop(0);
+	rte_eth_dev_close(0);
+	rte_eal_cleanup();
+	return rc;
+}

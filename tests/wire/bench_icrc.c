@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: MIT
+ * ICRC and CRC-32 throughput on one core (not a test): bytes/s for 64 B .. 4 KiB frames of
+ *   - memcpy (the floor for touching each byte once: the baseline of icrc_vs_memcpy),
+ *   - our CRC-32 on each path this CPU runs (table, pclmul, vpclmul), the fused copy+CRC,
+ *     and the whole ICRC of an IPv4 RoCE frame (mr_icrc_calc: masked head + rest),
+ *   - DPDK's rte_net_crc_calc(RTE_NET_CRC32_ETH) (same polynomial, init and xorout) with the
+ *     path EAL's default SIMD limit (256 bits) selects (SSE4.2/PCLMULQDQ), with its fastest
+ *     (RTE_NET_CRC_AVX512, needing --force-max-simd-bitwidth=512) and its scalar one.
+ * All in one process, interleaved: each repetition times every function once per size, and the
+ * median over the repetitions is printed, so that the ratios compare figures taken under the
+ * same load (the machine may be shared), and time is this thread's CPU time. Buffers are L1-resident (one source, one destination),
+ * as DPDK's own CRC autotest does. Every function's CRC is checked against ours first.
+ *
+ * Output: a table, then "RESULT key value" lines (bench-perf.sh parses them).
+ * Usage: bench_icrc [--quick] [--reps N] [--ms MS]
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wire/crc32_impl.h"
+#include "wire/icrc.h"
+
+#ifdef MR_BENCH_DPDK
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_net_crc.h>
+#endif
+
+#define MAXF 4096
+#define MAXREPS 31
+
+static const uint32_t sizes[] = { 64, 128, 256, 512, 1024, 1518, 2048, 4096 };
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+static uint8_t src[MAXF + 64] __attribute__((aligned(64)));
+static uint8_t dst[MAXF + 64] __attribute__((aligned(64)));
+static volatile uint32_t sink;
+
+enum fn {
+	F_MEMCPY,
+	F_CRC_TABLE,
+	F_CRC_PCLMUL,
+	F_CRC_VPCLMUL,
+	F_COPY_BEST,  /* fused copy + CRC, selected path */
+	F_ICRC_TABLE, /* mr_icrc_calc on each path */
+	F_ICRC_PCLMUL,
+	F_ICRC_VPCLMUL,
+	F_RTE_DEFAULT,
+	F_RTE_AVX512,
+	F_RTE_SCALAR,
+	F_NR
+};
+
+static const char *const fn_names[F_NR] = {
+	"memcpy", "crc32 table", "crc32 pclmul", "crc32 vpclmul", "copy+crc32 best",
+	"ICRC table", "ICRC pclmul", "ICRC vpclmul", "rte_net_crc default(sse)",
+	"rte_net_crc avx512", "rte_net_crc scalar",
+};
+
+static const char *const fn_keys[F_NR] = {
+	"memcpy", "crc32_table", "crc32_pclmul", "crc32_vpclmul", "copy_crc32", "icrc_table",
+	"icrc_pclmul", "icrc_vpclmul", "rte_net_crc_default", "rte_net_crc_avx512",
+	"rte_net_crc_scalar",
+};
+
+static bool avail[F_NR];
+static enum mr_crc32_impl best_impl;
+
+/* This thread's CPU time, not the wall clock: on a shared machine the time we are preempted
+ * would otherwise count against whichever function was running. */
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The frame: Ethernet + IPv4 + UDP + RoCE part + ICRC, len bytes in all. */
+static uint32_t icrc_frame(uint32_t len)
+{
+	return mr_icrc_calc(src + 14, 20, false, len - 14 - 20 - 8 - 4);
+}
+
+#ifdef MR_BENCH_DPDK
+static bool rte_ok;
+#endif
+
+static void select_for(enum fn f)
+{
+	switch (f) {
+	case F_CRC_TABLE:
+	case F_ICRC_TABLE:
+		mr_crc32_impl_set(MR_CRC32_TABLE);
+		break;
+	case F_CRC_PCLMUL:
+	case F_ICRC_PCLMUL:
+		mr_crc32_impl_set(MR_CRC32_PCLMUL);
+		break;
+	case F_CRC_VPCLMUL:
+	case F_ICRC_VPCLMUL:
+		mr_crc32_impl_set(MR_CRC32_VPCLMUL);
+		break;
+	default:
+		mr_crc32_impl_set(best_impl);
+		break;
+	}
+#ifdef MR_BENCH_DPDK
+	if (f == F_RTE_DEFAULT)
+		rte_net_crc_set_alg(RTE_NET_CRC_SSE42);
+	else if (f == F_RTE_AVX512)
+		rte_net_crc_set_alg(RTE_NET_CRC_AVX512);
+	else if (f == F_RTE_SCALAR)
+		rte_net_crc_set_alg(RTE_NET_CRC_SCALAR);
+#endif
+}
+
+static uint32_t run_once(enum fn f, uint32_t len)
+{
+	switch (f) {
+	case F_MEMCPY:
+		memcpy(dst, src, len);
+		return dst[len - 1];
+	case F_CRC_TABLE:
+	case F_CRC_PCLMUL:
+	case F_CRC_VPCLMUL:
+		return mr_crc32(0, src, len);
+	case F_COPY_BEST:
+		return mr_crc32_copy(0, dst, src, len);
+	case F_ICRC_TABLE:
+	case F_ICRC_PCLMUL:
+	case F_ICRC_VPCLMUL:
+		return icrc_frame(len);
+#ifdef MR_BENCH_DPDK
+	case F_RTE_DEFAULT:
+	case F_RTE_AVX512:
+	case F_RTE_SCALAR:
+		return rte_net_crc_calc(src, len, RTE_NET_CRC32_ETH);
+#endif
+	default:
+		return 0;
+	}
+}
+
+/* Bytes per second of f at len, timed for about secs. */
+static double time_fn(enum fn f, uint32_t len, double secs)
+{
+	uint64_t n = 0;
+	uint32_t acc = 0, batch = 262144 / len; /* a clock read (a syscall) per ~256 KiB */
+	double t0, t;
+
+	select_for(f);
+	t0 = now_s();
+	do {
+		for (uint32_t i = 0; i < batch; i++) {
+			acc += run_once(f, len);
+			/* A data dependence between iterations, as a packet loop has (the next
+			 * buffer's header is read after this one's CRC): stops the compiler from
+			 * hoisting, and keeps memcpy from being deleted. */
+			src[0] ^= (uint8_t)acc;
+		}
+		n += batch;
+	} while ((t = now_s() - t0) < secs);
+	sink += acc;
+	return (double)n * len / t;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Every function agrees with the CRC it claims to compute, on every size. */
+static int check_values(void)
+{
+	for (size_t s = 0; s < NSIZES; s++) {
+		uint32_t len = sizes[s], want;
+
+		mr_crc32_impl_set(MR_CRC32_TABLE);
+		want = mr_crc32(0, src, len);
+		for (int f = F_CRC_TABLE; f < F_NR; f++) {
+			uint32_t got;
+
+			if (!avail[f] || (f >= F_ICRC_TABLE && f <= F_ICRC_VPCLMUL))
+				continue;
+			select_for((enum fn)f);
+			got = run_once((enum fn)f, len);
+			if (got != want) {
+				fprintf(stderr, "%s: CRC %08x at %u bytes, expected %08x\n",
+					fn_names[f], got, len, want);
+				return -1;
+			}
+		}
+		mr_crc32_impl_set(MR_CRC32_TABLE);
+		want = icrc_frame(len);
+		for (int f = F_ICRC_PCLMUL; f <= F_ICRC_VPCLMUL; f++) {
+			if (avail[f]) {
+				select_for((enum fn)f);
+				if (icrc_frame(len) != want) {
+					fprintf(stderr, "%s: ICRC differs at %u\n", fn_names[f], len);
+					return -1;
+				}
+			}
+		}
+	}
+	return 0;
+}
+
+#ifdef MR_BENCH_DPDK
+static void eal_start(const char *argv0)
+{
+	char prefix[64];
+	char *eal_argv[] = {
+		(char *)(uintptr_t)argv0, (char *)(uintptr_t)"--no-pci",
+		(char *)(uintptr_t)"--no-huge", (char *)(uintptr_t)"--no-telemetry",
+		(char *)(uintptr_t)"--no-shconf", prefix, (char *)(uintptr_t)"-m",
+		(char *)(uintptr_t)"64", (char *)(uintptr_t)"--log-level=lib.eal:error",
+		/* rte_net_crc's AVX-512 path is refused below a 512-bit SIMD limit; EAL's
+		 * default on x86 is 256. */
+		(char *)(uintptr_t)"--force-max-simd-bitwidth=512",
+	};
+	int cpu = sched_getcpu();
+	char lcores[32];
+	char *argv2[sizeof(eal_argv) / sizeof(eal_argv[0]) + 2];
+	int n = (int)(sizeof(eal_argv) / sizeof(eal_argv[0]));
+
+	snprintf(prefix, sizeof(prefix), "--file-prefix=mrbicrc%ld", (long)getpid());
+	/* One core: the one we run on (the caller may have pinned us with taskset). */
+	snprintf(lcores, sizeof(lcores), "%d", cpu < 0 ? 0 : cpu);
+	memcpy(argv2, eal_argv, sizeof(eal_argv));
+	argv2[n] = (char *)(uintptr_t)"-l";
+	argv2[n + 1] = lcores;
+	if (rte_eal_init(n + 2, argv2) < 0) {
+		fprintf(stderr, "note: rte_eal_init failed (%s): no rte_net_crc figures\n",
+			rte_strerror(rte_errno));
+		return;
+	}
+	rte_ok = true;
+}
+#endif
+
+int main(int argc, char **argv)
+{
+	static double samples[F_NR][NSIZES][MAXREPS];
+	double med[F_NR][NSIZES];
+	int reps = 7;
+	double ms = 20;
+	bool quick = false;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--quick") == 0) {
+			quick = true;
+		} else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc) {
+			reps = atoi(argv[++i]);
+		} else if (strcmp(argv[i], "--ms") == 0 && i + 1 < argc) {
+			ms = atof(argv[++i]);
+		} else {
+			fprintf(stderr, "usage: %s [--quick] [--reps N] [--ms MS]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (quick) {
+		reps = 3;
+		ms = 5;
+	}
+	if (reps < 1 || reps > MAXREPS || ms <= 0) {
+		fprintf(stderr, "--reps 1..%d, --ms > 0\n", MAXREPS);
+		return 2;
+	}
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)(i * 2654435761u >> 13);
+	/* An IPv4 header where the frame's IP header goes (only the ICRC's masking reads it). */
+	src[14] = 0x45;
+
+	best_impl = mr_crc32_impl_get();
+	avail[F_MEMCPY] = avail[F_CRC_TABLE] = avail[F_ICRC_TABLE] = avail[F_COPY_BEST] = true;
+	avail[F_CRC_PCLMUL] = avail[F_ICRC_PCLMUL] = mr_crc32_impl_ops(MR_CRC32_PCLMUL) != NULL;
+	avail[F_CRC_VPCLMUL] = avail[F_ICRC_VPCLMUL] = mr_crc32_impl_ops(MR_CRC32_VPCLMUL) != NULL;
+#ifdef MR_BENCH_DPDK
+	eal_start(argv[0]);
+	avail[F_RTE_DEFAULT] = avail[F_RTE_AVX512] = avail[F_RTE_SCALAR] = rte_ok;
+#endif
+	if (check_values() < 0)
+		return 1;
+
+	for (int r = 0; r < reps; r++)
+		for (size_t s = 0; s < NSIZES; s++)
+			for (int f = 0; f < F_NR; f++)
+				if (avail[f])
+					samples[f][s][r] = time_fn((enum fn)f, sizes[s], ms / 1000);
+	for (int f = 0; f < F_NR; f++)
+		for (size_t s = 0; s < NSIZES; s++)
+			med[f][s] = avail[f] ? median(samples[f][s], reps) : 0;
+
+	printf("# one core (cpu %d), L1-resident buffers, median of %d x %.0f ms CPU time per cell, "
+	       "GB/s (1e9 bytes/s); selected path: %s\n", sched_getcpu(), reps, ms,
+	       mr_crc32_impl_name(best_impl));
+	printf("%-26s", "frame bytes");
+	for (size_t s = 0; s < NSIZES; s++)
+		printf("%8u", sizes[s]);
+	printf("\n");
+	for (int f = 0; f < F_NR; f++) {
+		if (!avail[f])
+			continue;
+		printf("%-26s", fn_names[f]);
+		for (size_t s = 0; s < NSIZES; s++)
+			printf("%8.2f", med[f][s] / 1e9);
+		printf("\n");
+	}
+	{
+		enum fn icrc = avail[F_ICRC_VPCLMUL] ? F_ICRC_VPCLMUL :
+			       avail[F_ICRC_PCLMUL] ? F_ICRC_PCLMUL : F_ICRC_TABLE;
+		const char *ratio_names[] = { "ICRC/memcpy", "ICRC/rte fastest",
+					      "ICRC/rte default", "ICRC/ICRC table" };
+
+		for (int k = 0; k < 4; k++) {
+			printf("%-26s", ratio_names[k]);
+			for (size_t s = 0; s < NSIZES; s++) {
+				double base = k == 0 ? med[F_MEMCPY][s] :
+					      k == 1 ? med[F_RTE_AVX512][s] :
+					      k == 2 ? med[F_RTE_DEFAULT][s] : med[F_ICRC_TABLE][s];
+
+				if (base > 0)
+					printf("%8.2f", med[icrc][s] / base);
+				else
+					printf("%8s", "-");
+			}
+			printf("\n");
+		}
+		for (int f = 0; f < F_NR; f++)
+			for (size_t s = 0; s < NSIZES; s++)
+				if (avail[f])
+					printf("RESULT %s_%u_Bps %.0f\n", fn_keys[f], sizes[s],
+					       med[f][s]);
+		printf("RESULT icrc_path %s\n", fn_keys[icrc]);
+	}
+	return sink == 0xdeadbeef; /* never: keeps sink alive */
+}
