@@ -69,8 +69,9 @@ static void place(struct mr_control *c, int fd)
 }
 
 /* Ask every shard for a snapshot and wait for all of them. */
-static void collect(struct mr_control *c)
+static void collect(void *arg)
 {
+	struct mr_control *c = arg;
 	uint32_t seq = ++c->snap_seq;
 	uint64_t t0 = mr_now_ns();
 	unsigned int i;
@@ -108,13 +109,21 @@ static void *control_main(void *arg)
 	uint64_t next_stats = c->stats_every_ns ? mr_now_ns() + c->stats_every_ns : UINT64_MAX;
 
 	while (!*c->stop) {
-		struct pollfd p = { .fd = c->lsock, .events = POLLIN };
+		struct pollfd p[2] = {
+			{ .fd = c->lsock, .events = POLLIN },
+			{ .fd = c->stats.lsock, .events = POLLIN },
+		};
 		int fd;
 
-		/* Signals may land on any thread: the timeout bounds how late we see the flags. */
-		if (poll(&p, 1, CONTROL_POLL_MS) > 0)
-			while ((fd = mr_shm_accept(c->lsock)) >= 0)
-				place(c, fd);
+		/* Signals may land on any thread: the timeout bounds how late we see the flags.
+		 * poll() skips the negative fds (no session socket with one shard). */
+		if (poll(p, 2, CONTROL_POLL_MS) > 0) {
+			if (p[0].revents & POLLIN)
+				while ((fd = mr_shm_accept(c->lsock)) >= 0)
+					place(c, fd);
+			if (p[1].revents & POLLIN)
+				mr_stats_srv_serve(&c->stats, c->shards, c->n, collect, c);
+		}
 		if (*c->dump) {
 			*c->dump = 0;
 			dump(c, true);

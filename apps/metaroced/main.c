@@ -39,6 +39,7 @@
 #include "log.h"
 #include "pcap_file.h"
 #include "shm/shm_server.h"
+#include "stats_server.h"
 #include "transport/rc.h"
 
 #define MAX_EAL_ARGS 64
@@ -305,6 +306,8 @@ static int setup_engine(struct mr_daemon *d, const struct mr_daemon *io)
 	/* Disjoint QPN ranges: the owner of a frame is its DestQP's range (shard_map.h). */
 	cp.first_qpn = mr_shard_first_qpn(&d->map, d->shard_id);
 	cp.max_mr = c->max_mr;
+	/* ECN on: the notification point for every QP, as ConnectX with ECN enabled. */
+	cp.cnp_all_qps = c->ecn;
 	cp.seed = ((uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ mr_now_ns()) +
 		  d->shard_id * 0x5851f42d4c957f2dull;
 	{
@@ -453,11 +456,11 @@ static int setup(struct mr_daemon **sh, unsigned int n, int *lsock)
 		rc = setup_engine(d, d0);
 		if (rc < 0)
 			return rc;
-		if (n == 1)
-			continue;
-		/* The control thread prints the statistics. */
+		/* The control thread prints the statistics (and serves the stats socket). */
 		d->dump = NULL;
 		d->stats_every_ns = 0;
+		if (n == 1)
+			continue;
 		if (i > 0 && mr_shard_rings_create(d) < 0)
 			return -ENOMEM;
 		{
@@ -679,6 +682,7 @@ bad_value:
 		if (d.pcap == NULL)
 			mr_log(MR_LOG_ERR, "pcap %s: %s", pcap_path, strerror(errno));
 	}
+	ctl.stats.lsock = -1;
 	nsh = d.cfg.n_lcores;
 	sh[0] = &d;
 	for (k = 1; k < nsh; k++)
@@ -688,23 +692,25 @@ bad_value:
 	if (rc == 0 && (pcap_path == NULL || d.pcap != NULL)) {
 		bool launched = true;
 
-		if (nsh > 1) {
-			ctl.shards = sh;
-			ctl.n = nsh;
-			ctl.lsock = lsock;
-			ctl.max_sessions = d.cfg.max_sessions ? d.cfg.max_sessions : 64;
-			/* setup() left the shards without periodic stats: the control thread's. */
-			ctl.stats_every_ns = stats_every * 1000000000ull;
-			ctl.stop = &g_stop;
-			ctl.dump = &g_dump;
-			for (k = 1; k < nsh && launched; k++)
-				launched = rte_eal_remote_launch(shard_main, sh[k], sh[k]->lcore) == 0;
-			if (!launched || mr_control_start(&ctl) < 0) {
-				mr_log(MR_LOG_ERR, "cannot start the engine shards / control thread");
-				g_stop = 1;
-				rte_eal_mp_wait_lcore();
-				launched = false;
-			}
+		ctl.shards = sh;
+		ctl.n = nsh;
+		ctl.lsock = lsock;           /* -1 with one shard: its shm server listens */
+		ctl.max_sessions = d.cfg.max_sessions ? d.cfg.max_sessions : 64;
+		/* setup() left the shards without periodic stats: the control thread's. */
+		ctl.stats_every_ns = stats_every * 1000000000ull;
+		ctl.stop = &g_stop;
+		ctl.dump = &g_dump;
+		rc = mr_stats_srv_open(&ctl.stats, d.sock_path);
+		if (rc < 0)
+			mr_log(MR_LOG_WARN, "stats socket %s%s: %s (mrstat will not reach this daemon)",
+			       d.sock_path, MR_STATS_SOCK_SUFFIX, strerror(-rc));
+		for (k = 1; k < nsh && launched; k++)
+			launched = rte_eal_remote_launch(shard_main, sh[k], sh[k]->lcore) == 0;
+		if (!launched || mr_control_start(&ctl) < 0) {
+			mr_log(MR_LOG_ERR, "cannot start the engine shards / control thread");
+			g_stop = 1;
+			rte_eal_mp_wait_lcore();
+			launched = false;
 		}
 		if (launched) {
 			if (nsh == 1)
@@ -715,10 +721,9 @@ bad_value:
 				       (long)getpid(), d.sock_path, nsh);
 			fflush(stdout);
 			mr_engine_run(&d);
-			if (nsh > 1) {
+			if (nsh > 1)
 				rte_eal_mp_wait_lcore();
-				mr_control_join(&ctl);
-			}
+			mr_control_join(&ctl);
 			ret = 0;
 		}
 	}
@@ -735,6 +740,7 @@ bad_value:
 			ret = 1;
 		}
 	}
+	mr_stats_srv_close(&ctl.stats);
 	teardown(sh, nsh, lsock);
 	rte_eal_cleanup();
 	return ret;

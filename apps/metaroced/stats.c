@@ -51,6 +51,20 @@ static void snap_qp(void *arg, const struct mr_qp *qp)
 		return;
 	q->qpn = mr_qp_num(qp);
 	q->state = mr_qp_state(qp);
+	{
+		struct mr_qp_attr a;
+
+		memset(&a, 0, sizeof(a));
+		if (mr_qp_query(qp, &a) == 0) {
+			q->dest_qpn = a.dest_qp_num;
+			q->path_mtu = a.path_mtu;
+			q->transport = (uint8_t)a.transport;
+			q->cc = (uint8_t)a.cc;
+			q->n_entropies = a.n_entropies;
+		}
+		if (mr_qp_get_cc_state(qp, &q->cc_on, &q->cc_rate_bps, &q->cc_cwnd_bytes) < 0)
+			q->cc_on = false;
+	}
 	d->snap.nqps++;
 }
 
@@ -83,6 +97,8 @@ void mr_shard_snapshot(struct mr_daemon *d)
 		sn->imp_queued[i] = mr_impair_queued(d->imp[i], (enum mr_impair_dir)i);
 	}
 	sn->pcap_dropped = d->pcap != NULL ? mr_pcap_writer_dropped(d->pcap) : 0;
+	memset(&sn->link, 0, sizeof(sn->link));
+	mr_dpdk_port_link(d->port, 0, &sn->link);
 }
 
 void mr_stats_view_build(struct mr_stats_view *v, struct mr_daemon *const *shards,
