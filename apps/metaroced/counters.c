@@ -195,3 +195,32 @@ void mr_cnt_impair(const struct mr_cnt_sink *k, const char *dir, const struct mr
 	IMP(ce_not_ect);
 #undef IMP
 }
+
+/* Engine (per shard or summed): the mlx5 vport RDMA packet counters of `ethtool -S`, and
+ * drops by reason outside the transport. */
+void mr_cnt_engine(const struct mr_cnt_sink *k, const struct mr_engine_stats *e)
+{
+	c(k, "rx_vport_rdma_unicast_packets", e->rx_roce);
+	c(k, "tx_vport_rdma_unicast_packets", e->tx_roce);
+	c(k, "rx_frames", e->rx_frames);
+	c(k, "rx_bytes", e->rx_bytes);
+	c(k, "tx_frames", e->tx_frames);
+	c(k, "tx_bytes", e->tx_bytes);
+	c(k, "rx_neigh_frames", e->rx_neigh);
+	c(k, "tx_neigh_frames", e->tx_neigh);
+	c(k, "tx_loopback_frames", e->tx_loopback);
+	/* drops by reason (the transport's own are in rx_drop_transport / rx_drop_*) */
+	c(k, "rx_drop_not_for_us", e->rx_not_for_us);
+	c(k, "rx_drop_own_echo", e->rx_own_echo);
+	c(k, "rx_drop_too_long", e->rx_too_long);
+	c(k, "tx_drop_nombuf", e->tx_nombuf);
+	c(k, "tx_drop_build_err", e->tx_build_err);
+	c(k, "tx_drop_unreachable", e->held_dropped);
+	c(k, "drop_ring_full", e->ring_full);
+	c(k, "tx_held_for_arp", e->held);
+	c(k, "engine_iterations", e->iterations);
+	c(k, "engine_idle_sleeps", e->idle_sleeps);
+	c(k, "engine_stalls", e->stalls);
+	k->emit(k->arg, MR_CNT_GAUGE, "engine_max_gap_ns", e->max_gap_ns);
+	k->emit(k->arg, MR_CNT_GAUGE, "engine_max_work_ns", e->max_work_ns);
+}

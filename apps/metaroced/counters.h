@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "daemon.h"
 #include "dpdk/dpdk_port.h"
 #include "dpdk/neigh.h"
 #include "impair/impair.h"
@@ -33,6 +34,8 @@ const char *mr_cnt_parse_name(enum mr_parse_result r);
 /* Port counters (DPDK's rte_eth_stats under their xstats names). */
 void mr_cnt_port(const struct mr_cnt_sink *k, const struct mr_dpdk_port_stats *ps);
 void mr_cnt_neigh(const struct mr_cnt_sink *k, const struct mr_neigh_stats *ns);
+/* Engine counters: RoCE frames each way (rx/tx_vport_rdma_unicast_packets), drops by reason. */
+void mr_cnt_engine(const struct mr_cnt_sink *k, const struct mr_engine_stats *e);
 /* The impairment stage of one direction ("rx"/"tx"): impair_<dir>_*. */
 void mr_cnt_impair(const struct mr_cnt_sink *k, const char *dir, const struct mr_impair_stats *s);
 

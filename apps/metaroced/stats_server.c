@@ -220,33 +220,6 @@ static void doc_link(struct doc *d, const struct mr_stats_view *v)
 	str(d, "impair_tx", d0->snap.imp_on[MR_IMPAIR_TX] ? c->impair_spec[MR_IMPAIR_TX] : "off");
 }
 
-static void doc_engine(const struct mr_cnt_sink *k, const struct mr_engine_stats *e)
-{
-	k->emit(k->arg, MR_CNT_COUNTER, "rx_vport_rdma_unicast_packets", e->rx_roce);
-	k->emit(k->arg, MR_CNT_COUNTER, "tx_vport_rdma_unicast_packets", e->tx_roce);
-	k->emit(k->arg, MR_CNT_COUNTER, "rx_frames", e->rx_frames);
-	k->emit(k->arg, MR_CNT_COUNTER, "rx_bytes", e->rx_bytes);
-	k->emit(k->arg, MR_CNT_COUNTER, "tx_frames", e->tx_frames);
-	k->emit(k->arg, MR_CNT_COUNTER, "tx_bytes", e->tx_bytes);
-	k->emit(k->arg, MR_CNT_COUNTER, "rx_neigh_frames", e->rx_neigh);
-	k->emit(k->arg, MR_CNT_COUNTER, "tx_neigh_frames", e->tx_neigh);
-	k->emit(k->arg, MR_CNT_COUNTER, "tx_loopback_frames", e->tx_loopback);
-	/* drops by reason (the transport's own are in rx_drop_transport / rx_drop_*) */
-	k->emit(k->arg, MR_CNT_COUNTER, "rx_drop_not_for_us", e->rx_not_for_us);
-	k->emit(k->arg, MR_CNT_COUNTER, "rx_drop_own_echo", e->rx_own_echo);
-	k->emit(k->arg, MR_CNT_COUNTER, "rx_drop_too_long", e->rx_too_long);
-	k->emit(k->arg, MR_CNT_COUNTER, "tx_drop_nombuf", e->tx_nombuf);
-	k->emit(k->arg, MR_CNT_COUNTER, "tx_drop_build_err", e->tx_build_err);
-	k->emit(k->arg, MR_CNT_COUNTER, "tx_drop_unreachable", e->held_dropped);
-	k->emit(k->arg, MR_CNT_COUNTER, "drop_ring_full", e->ring_full);
-	k->emit(k->arg, MR_CNT_COUNTER, "tx_held_for_arp", e->held);
-	k->emit(k->arg, MR_CNT_COUNTER, "engine_iterations", e->iterations);
-	k->emit(k->arg, MR_CNT_COUNTER, "engine_idle_sleeps", e->idle_sleeps);
-	k->emit(k->arg, MR_CNT_COUNTER, "engine_stalls", e->stalls);
-	k->emit(k->arg, MR_CNT_GAUGE, "engine_max_gap_ns", e->max_gap_ns);
-	k->emit(k->arg, MR_CNT_GAUGE, "engine_max_work_ns", e->max_work_ns);
-}
-
 static void doc_qp(struct doc *d, const struct mr_cnt_sink *k, const struct mr_qp_snap *q,
 		   unsigned int shard)
 {
@@ -284,7 +257,7 @@ void mr_stats_doc_write(FILE *f, const struct mr_stats_view *v, struct mr_stats_
 	mr_cnt_ctx(&k, &v->cs);
 	mr_cnt_parse_drops(&k, v->st.parse_drop);
 	mr_cnt_port(&k, &io->ps);
-	doc_engine(&k, &v->st);
+	mr_cnt_engine(&k, &v->st);
 	mr_cnt_neigh(&k, &io->ns);
 	if (io->imp_on[MR_IMPAIR_RX])
 		mr_cnt_impair(&k, "rx", &io->is[MR_IMPAIR_RX]);
@@ -301,7 +274,7 @@ void mr_stats_doc_write(FILE *f, const struct mr_stats_view *v, struct mr_stats_
 		k.emit(k.arg, MR_CNT_COUNTER, "rx_dispatched", i == 0 ? s->snap.st.rx_dispatched :
 		       s->snap.st.ring_rx);
 		k.emit(k.arg, MR_CNT_COUNTER, "rx_backpressure", s->snap.st.rx_backpressure);
-		doc_engine(&k, &s->snap.st);
+		mr_cnt_engine(&k, &s->snap.st);
 		mr_cnt_qp(&k, &s->snap.qsum);
 		mr_cnt_ctx(&k, &s->snap.cs);
 	}
