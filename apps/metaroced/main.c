@@ -345,6 +345,7 @@ static int setup_engine(struct mr_daemon *d, const struct mr_daemon *io)
 	bc.max_cq = c->max_cq;
 	bc.line_rate_bps = (uint64_t)c->line_rate_gbps * 1000000000ull;
 	bc.base_rtt_ns = (uint64_t)c->base_rtt_us * 1000ull;
+	bc.rc_default_cc = c->ecn ? MR_CC_DCQCN : MR_CC_NONE;
 	/* Early MAC resolution needs the neighbour table, which only shard 0 touches; other
 	 * shards' first frames wait in shard 0's held queue instead. */
 	bc.on_path = d->shard_id == 0 ? mr_engine_resolve : NULL;
