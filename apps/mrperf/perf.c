@@ -80,6 +80,15 @@ int mr_perf_open(struct mr_perf_ctx *c, const struct mr_perf_args *a, uint64_t m
 	c->client = a->server != NULL;
 	c->nqp = a->num_qps;
 	c->s = mrc_open(a->sock);
+	if (c->s == NULL && (errno == ENOENT || errno == ECONNREFUSED)) {
+		int e = errno;
+
+		/* Not mrc_strerror's "no such object in this session": there is no daemon. */
+		snprintf(c->err, sizeof(c->err), "cannot reach metaroced at %s: %s: is metaroced "
+			 "running? Start it (metaroced -c FILE), or point --sock / $METAROCE_SOCK at "
+			 "its socket", a->sock, e == ENOENT ? "no such socket" : "connection refused");
+		return -e;
+	}
 	if (c->s == NULL)
 		return fail(c, -errno, "cannot reach metaroced at %s", a->sock);
 	rc = mrc_query_port(c->s, &port);
