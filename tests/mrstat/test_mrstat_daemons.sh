@@ -11,7 +11,8 @@
 #     (MetaRoCE resends each lost packet once: selective repeat), and B received exactly what A
 #     sent minus what was dropped (tx/rx_vport_rdma_unicast_packets);
 #   - the drop count mrstat shows equals the daemon's own --stats-json dump (minus the value at
-#     the reset).
+#     the reset);
+#   - with B restarted at a smaller port.mtu, mrperf says "MTU mismatch" when it happens.
 # Exit 0 pass, 1 fail, 77 skip. Usage: test_mrstat_daemons.sh BUILD_DIR
 set -u
 . "$(dirname "$0")/../integration/lib.sh"
@@ -98,6 +99,21 @@ print("mrstat_daemons: dropped %d, retransmitted %d (spurious %d, selective %d, 
          [round(r) for r in rates]))
 PY
 itl_ok "counters agree with the impairment stage"
+
+# Asymmetric MTU: B restarted with port.mtu 1000 (IB MTU 512) against A's 1500 (1024).
+itl_daemon_stop b
+sed -i 's/^mtu = 1500/mtu = 1000/' "$ITL_WORK/b.conf"
+ITL_DAEMON_ARGS="" itl_daemon_start b
+"$MRSTAT" --sock "$ITL_WORK/b.sock" link | grep -q "active_mtu:.*512" || itl_fail "b active_mtu 512"
+itl_bg srv2 timeout 60 "$ITL_MRPERF" write_bw -n 20 -s 4K -p $((port + 1)) --sock "$ITL_WORK/b.sock"
+ps=$ITL_BG_PID
+itl_bg cli2 timeout 60 "$ITL_MRPERF" write_bw -n 20 -s 4K -p $((port + 1)) --sock "$ITL_WORK/a.sock" \
+	127.0.0.1
+itl_wait_pid "$ITL_BG_PID" 60 || itl_fail "mrperf with asymmetric MTU"
+itl_wait_pid "$ps" 60 || itl_fail "mrperf server with asymmetric MTU"
+grep -q "MTU mismatch: the peer uses MTU 512, we 1024" "$ITL_WORK/cli2.log" ||
+	itl_fail "no MTU mismatch message: $(cat "$ITL_WORK/cli2.log")"
+itl_ok "$(grep -h "MTU mismatch" "$ITL_WORK/cli2.log")"
 itl_daemon_stop a
 itl_daemon_stop b
 echo "mrstat_daemons: PASS"
