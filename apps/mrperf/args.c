@@ -388,11 +388,6 @@ int mr_perf_args_parse(int argc, const char *const argv[], struct mr_perf_args *
 	if (a->duration && (seen.iters || a->all))
 		return fail(err, errlen, "-D/--duration cannot be combined with %s",
 			    seen.iters ? "-n/--iters" : "-a/--all");
-	/* Duration mode needs the receiver to stop on time, which only the requester-only bw tests
-	 * (write/read/atomic: the server is passive) do today. */
-	if (a->duration && !(a->test == MR_PT_WRITE_BW || a->test == MR_PT_READ_BW ||
-			     a->test == MR_PT_ATOMIC_BW))
-		return fail(err, errlen, "-D/--duration is supported by write_bw, read_bw and atomic_bw only");
 	if (a->test == MR_PT_ATOMIC_BW || a->test == MR_PT_ATOMIC_LAT) {
 		/* IBA 9.4.5: atomics operate on exactly 8 bytes */
 		if (seen.size && a->size != 8)

@@ -185,6 +185,7 @@ static int run(struct run *r)
 		fflush(stdout);
 		r->conn.fd = mr_pt_accept(r->a.port, 0, NULL, NULL);
 	}
+	r->c.peer_fd = r->conn.fd;
 	if (r->conn.fd < 0)
 		return die(NULL, r->c.client ? "connecting to the server" : "accepting a client",
 			   r->conn.fd);

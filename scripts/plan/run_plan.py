@@ -322,11 +322,12 @@ def main():
            "configuration": {k: v for k, v in p.items() if k != "raw"},
            "host": {"cpus": os.cpu_count(), "hostname": os.uname().nodename},
            "points": records}
-    results.write(out, doc)
+    made = results.write(out, doc)
     failed = sum(1 for r in records if r["status"] != "ok")
     log("wrote %s (results.csv, results.json, %s); %d/%d points ok in %s" % (
-        out, ", ".join(results.PLOTS) if results.HAVE_MPL else "no plots: python3-matplotlib "
-        "missing", len(records) - failed, len(records), fmt_eta(time.time() - started)))
+        out, ", ".join(made) if made else "no plots" if results.HAVE_MPL else
+        "no plots: python3-matplotlib missing", len(records) - failed, len(records),
+        fmt_eta(time.time() - started)))
     if len(p["transports"]) == 2:
         print(compare.transports(doc))
     if a.compare:
