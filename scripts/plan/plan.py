@@ -13,8 +13,8 @@ import os
 
 OPERATIONS = ("write_bw", "write_lat", "send_bw", "send_lat", "read_bw", "read_lat",
               "atomic_bw", "atomic_lat")
-# mrperf runs -D (duration) for these; the others use iterations (apps/mrperf/args.c).
-DURATION_OPS = ("write_bw", "read_bw", "atomic_bw")
+# mrperf runs -D (duration) for every test, as perftest (apps/mrperf/args.c).
+DURATION_OPS = OPERATIONS
 
 
 class PlanError(ValueError):
