@@ -19,9 +19,11 @@
 #include "log.h"
 #include "shard_map.h"
 #include "shm/shm_server.h"
+#include "stats_telemetry.h"
 
 #define CONTROL_POLL_MS 10
-#define SNAP_WAIT_NS 2000000000ull  /* a shard descheduled this long: print what we have */
+#define SNAP_WAIT_NS 2000000000ull
+#define TELEMETRY_EVERY_NS 1000000000ull /* --telemetry: how fresh dpdk-telemetry.py's view is */  /* a shard descheduled this long: print what we have */
 
 static void sleep_us(unsigned int us)
 {
@@ -107,6 +109,7 @@ static void *control_main(void *arg)
 {
 	struct mr_control *c = arg;
 	uint64_t next_stats = c->stats_every_ns ? mr_now_ns() + c->stats_every_ns : UINT64_MAX;
+	uint64_t next_tel = c->telemetry ? mr_now_ns() : UINT64_MAX;
 
 	while (!*c->stop) {
 		struct pollfd p[2] = {
@@ -129,8 +132,16 @@ static void *control_main(void *arg)
 			dump(c, true);
 		}
 		if (mr_now_ns() >= next_stats) {
-			dump(c, false);
+			dump(c, true); /* --stats-every with --stats-json: the JSON too */
 			next_stats = mr_now_ns() + c->stats_every_ns;
+		}
+		if (mr_now_ns() >= next_tel) {
+			struct mr_stats_view v;
+
+			collect(c);
+			mr_stats_view_build(&v, c->shards, c->n);
+			mr_stats_telemetry_publish(&v, c->stats.base);
+			next_tel = mr_now_ns() + TELEMETRY_EVERY_NS;
 		}
 	}
 	return NULL;

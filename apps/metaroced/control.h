@@ -22,6 +22,7 @@ struct mr_control {
 	uint64_t stats_every_ns;         /* 0: off */
 	volatile sig_atomic_t *stop, *dump;
 	struct mr_stats_srv stats;       /* <socket>.stats (lsock -1: none) */
+	bool telemetry;                  /* --telemetry: publish for DPDK telemetry once a second */
 	/* private to the control thread */
 	uint64_t handed[MR_CFG_MAX_LCORES];  /* sockets put on shard i's fd ring */
 	uint32_t snap_seq;

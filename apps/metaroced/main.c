@@ -40,6 +40,7 @@
 #include "pcap_file.h"
 #include "shm/shm_server.h"
 #include "stats_server.h"
+#include "stats_telemetry.h"
 #include "transport/rc.h"
 
 #define MAX_EAL_ARGS 64
@@ -61,12 +62,15 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: metaroced -c FILE [--pcap FILE] [--pcap-max-bytes N] "
 		"[--idle-sleep-us N] [--socket PATH] [--stats-every SEC] [--stats-json FILE]\n"
-		"                 [--impair-rx SPEC] [--impair-tx SPEC] [-v] [-- EAL args...]\n"
+		"                 [--impair-rx SPEC] [--impair-tx SPEC] [--telemetry] [-v] [-- EAL args...]\n"
 		"  --impair-rx/--impair-tx: impair received/sent frames (testing), SPEC as\n"
 		"  \"loss=0.01,burst=4,reorder=0.02:20us,dup=0.001,corrupt=1e-4,delay=10us,jitter=2us,\n"
 		"  ecn=rate:10g,k:64k,seed=7\" (overrides [impair] rx/tx; seeded, reproducible).\n"
 		"  --stats-json FILE: write the counters as JSON on SIGUSR1 and at exit.\n"
-		"  EAL always gets --no-pci --no-telemetry --in-memory (--no-shconf with --no-huge)\n"
+		"  --telemetry: DPDK telemetry on (dpdk-telemetry.py -f mr<pid>: /ethdev/stats,0,\n"
+		"  /metaroce/port, /metaroce/link); counters also over SOCKET.stats (mrstat).\n"
+		"  EAL always gets --no-pci --no-telemetry (unless --telemetry) --in-memory\n"
+		"  (--no-shconf with --no-huge)\n"
 		"  --file-prefix=mr<pid> --log-level=lib.eal:error, then [port] eal_args, then yours.\n"
 		"  SIGUSR1 prints statistics (and writes --stats-json); SIGINT/SIGTERM stop cleanly.\n");
 }
@@ -103,7 +107,7 @@ static bool has_arg(char *const *v, int n, const char *prefix)
 
 /* EAL arguments: our fixed ones, the config's eal_args (split on blanks), then the CLI's. */
 static int build_eal_args(struct eal_argv *e, const struct mr_daemon_config *cfg, char **extra,
-			  int nextra)
+			  int nextra, bool telemetry)
 {
 	char cfgargs[sizeof(cfg->eal_args)], *tok, *save = NULL;
 	char *split[MAX_EAL_ARGS];
@@ -118,7 +122,8 @@ static int build_eal_args(struct eal_argv *e, const struct mr_daemon_config *cfg
 	nohuge = has_arg(split, nsplit, "--no-huge") || has_arg(extra, nextra, "--no-huge");
 	rc |= eal_add(e, "metaroced");
 	rc |= eal_add(e, "--no-pci");
-	rc |= eal_add(e, "--no-telemetry");
+	if (!telemetry)
+		rc |= eal_add(e, "--no-telemetry");
 	/* --in-memory cannot be combined with --no-huge (measured, DESIGN.md). */
 	rc |= eal_add(e, nohuge ? "--no-shconf" : "--in-memory");
 	if (!has_arg(split, nsplit, "--file-prefix") && !has_arg(extra, nextra, "--file-prefix")) {
@@ -541,6 +546,7 @@ int main(int argc, char **argv)
 		{"stats-json", required_argument, NULL, 'J'},
 		{"impair-rx", required_argument, NULL, 'R'},
 		{"impair-tx", required_argument, NULL, 'T'},
+		{"telemetry", no_argument, NULL, 'E'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -556,6 +562,7 @@ int main(int argc, char **argv)
 	int64_t idle_us = -1, pcap_max = -1;
 	uint64_t v, stats_every = 0;
 	int verbose = 0, opt, rc, nextra = 0, ret, i;
+	bool telemetry = false;
 	char err[512], **extra = NULL;
 	struct sigaction sa;
 
@@ -596,6 +603,9 @@ int main(int argc, char **argv)
 			break;
 		case 'v':
 			verbose++;
+			break;
+		case 'E':
+			telemetry = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -654,7 +664,7 @@ bad_value:
 	if (pcap_path == NULL && d.cfg.pcap_path[0] != '\0')
 		pcap_path = d.cfg.pcap_path;
 
-	if (build_eal_args(&eal, &d.cfg, extra, nextra) < 0) {
+	if (build_eal_args(&eal, &d.cfg, extra, nextra, telemetry) < 0) {
 		fprintf(stderr, "metaroced: too many EAL arguments\n");
 		return 2;
 	}
@@ -668,6 +678,8 @@ bad_value:
 		fprintf(stderr, "metaroced: EAL init failed: %s\n", rte_strerror(rte_errno));
 		return 1;
 	}
+	if (telemetry && mr_stats_telemetry_init() < 0)
+		mr_log(MR_LOG_WARN, "telemetry: cannot register /metaroce/ commands");
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
@@ -701,6 +713,7 @@ bad_value:
 		ctl.stats_every_ns = stats_every * 1000000000ull;
 		ctl.stop = &g_stop;
 		ctl.dump = &g_dump;
+		ctl.telemetry = telemetry;
 		rc = mr_stats_srv_open(&ctl.stats, d.sock_path);
 		if (rc < 0)
 			mr_log(MR_LOG_WARN, "stats socket %s%s: %s (mrstat will not reach this daemon)",
@@ -742,6 +755,7 @@ bad_value:
 		}
 	}
 	mr_stats_srv_close(&ctl.stats);
+	mr_stats_telemetry_fini();
 	teardown(sh, nsh, lsock);
 	rte_eal_cleanup();
 	return ret;
