@@ -438,6 +438,19 @@ static int b_modify_qp(void *bep, void *qp, const struct mrc_qp_attr *a, uint32_
 		    (uint32_t)na.path.udp_sport + na.n_entropies > 65536u)
 			na.path.udp_sport = (uint16_t)(65536u - na.n_entropies);
 	}
+	if (!(mask & MRC_QP_TRANSPORT) && be->conf.rc_default_cc != MR_CC_NONE &&
+	    (mask & MRC_QP_STATE) && na.qp_state == MR_QPS_RTR &&
+	    mr_qp_state(q->qp) == MR_QPS_INIT) {
+		/* DCQCN paper (Zhu et al., SIGCOMM'15) 3: the RP reacts to the NP's CNPs. */
+		uint32_t mtu = a->path_mtu;
+
+		if (!(mask & MRC_QP_PATH_MTU) && mr_qp_query(q->qp, &cur) == 0)
+			mtu = cur.path_mtu;
+		na.transport = MR_TRANSPORT_RC;
+		na.cc = be->conf.rc_default_cc;
+		mr_backend_cc_params(be, mtu, 1, &na.cc_params);
+		mask |= MRC_QP_TRANSPORT;
+	}
 	rc = mr_qp_modify(q->qp, &na, mask);
 	if (rc < 0)
 		return rc;

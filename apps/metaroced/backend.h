@@ -32,6 +32,10 @@ struct mr_backend_conf {
 	 * and the base RTT estimate in ns (0: MR_BACKEND_DEFAULT_BASE_RTT_NS). */
 	uint64_t line_rate_bps;
 	uint64_t base_rtt_ns;
+	/* Congestion control for plain RC QPs whose app did not choose one (no MRC_QP_TRANSPORT at
+	 * INIT->RTR): DCQCN when the port has ECN on, as a ConnectX reaction point (issue 11). An
+	 * app that passes MRC_QP_TRANSPORT with cc none disables it for its QP. */
+	enum mr_cc_algo rc_default_cc;
 	/* Called when a QP gets a path, so that the engine resolves the peer's MAC before the first
 	 * packet; may be NULL. */
 	void (*on_path)(void *arg, const uint8_t dgid[16]);

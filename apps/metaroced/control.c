@@ -19,9 +19,11 @@
 #include "log.h"
 #include "shard_map.h"
 #include "shm/shm_server.h"
+#include "stats_telemetry.h"
 
 #define CONTROL_POLL_MS 10
-#define SNAP_WAIT_NS 2000000000ull  /* a shard descheduled this long: print what we have */
+#define SNAP_WAIT_NS 2000000000ull
+#define TELEMETRY_EVERY_NS 1000000000ull /* --telemetry: how fresh dpdk-telemetry.py's view is */  /* a shard descheduled this long: print what we have */
 
 static void sleep_us(unsigned int us)
 {
@@ -69,8 +71,9 @@ static void place(struct mr_control *c, int fd)
 }
 
 /* Ask every shard for a snapshot and wait for all of them. */
-static void collect(struct mr_control *c)
+static void collect(void *arg)
 {
+	struct mr_control *c = arg;
 	uint32_t seq = ++c->snap_seq;
 	uint64_t t0 = mr_now_ns();
 	unsigned int i;
@@ -106,22 +109,39 @@ static void *control_main(void *arg)
 {
 	struct mr_control *c = arg;
 	uint64_t next_stats = c->stats_every_ns ? mr_now_ns() + c->stats_every_ns : UINT64_MAX;
+	uint64_t next_tel = c->telemetry ? mr_now_ns() : UINT64_MAX;
 
 	while (!*c->stop) {
-		struct pollfd p = { .fd = c->lsock, .events = POLLIN };
+		struct pollfd p[2] = {
+			{ .fd = c->lsock, .events = POLLIN },
+			{ .fd = c->stats.lsock, .events = POLLIN },
+		};
 		int fd;
 
-		/* Signals may land on any thread: the timeout bounds how late we see the flags. */
-		if (poll(&p, 1, CONTROL_POLL_MS) > 0)
-			while ((fd = mr_shm_accept(c->lsock)) >= 0)
-				place(c, fd);
+		/* Signals may land on any thread: the timeout bounds how late we see the flags.
+		 * poll() skips the negative fds (no session socket with one shard). */
+		if (poll(p, 2, CONTROL_POLL_MS) > 0) {
+			if (p[0].revents & POLLIN)
+				while ((fd = mr_shm_accept(c->lsock)) >= 0)
+					place(c, fd);
+			if (p[1].revents & POLLIN)
+				mr_stats_srv_serve(&c->stats, c->shards, c->n, collect, c);
+		}
 		if (*c->dump) {
 			*c->dump = 0;
 			dump(c, true);
 		}
 		if (mr_now_ns() >= next_stats) {
-			dump(c, false);
+			dump(c, true); /* --stats-every with --stats-json: the JSON too */
 			next_stats = mr_now_ns() + c->stats_every_ns;
+		}
+		if (mr_now_ns() >= next_tel) {
+			struct mr_stats_view v;
+
+			collect(c);
+			mr_stats_view_build(&v, c->shards, c->n);
+			mr_stats_telemetry_publish(&v, c->stats.base);
+			next_tel = mr_now_ns() + TELEMETRY_EVERY_NS;
 		}
 	}
 	return NULL;

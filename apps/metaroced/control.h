@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
- * metaroced control thread (with more than one engine shard): accepts app sessions on the
- * listening socket and places each on the shard with the fewest sessions; serves SIGUSR1 dumps,
- * --stats-every and --stats-json from snapshots the shards take of themselves.
+ * metaroced control thread: with more than one engine shard it accepts app sessions on the
+ * listening socket (lsock) and places each on the shard with the fewest sessions; always (one
+ * shard too) it serves the stats socket, SIGUSR1 dumps, --stats-every and --stats-json from
+ * snapshots the shards take of themselves.
  */
 #ifndef MR_DAEMON_CONTROL_H
 #define MR_DAEMON_CONTROL_H
@@ -11,6 +12,7 @@
 #include <stdint.h>
 
 #include "daemon.h"
+#include "stats_server.h"
 
 struct mr_control {
 	struct mr_daemon **shards;
@@ -19,6 +21,8 @@ struct mr_control {
 	uint32_t max_sessions;           /* [limits] max_sessions, daemon-wide */
 	uint64_t stats_every_ns;         /* 0: off */
 	volatile sig_atomic_t *stop, *dump;
+	struct mr_stats_srv stats;       /* <socket>.stats (lsock -1: none) */
+	bool telemetry;                  /* --telemetry: publish for DPDK telemetry once a second */
 	/* private to the control thread */
 	uint64_t handed[MR_CFG_MAX_LCORES];  /* sockets put on shard i's fd ring */
 	uint32_t snap_seq;

@@ -93,6 +93,12 @@ struct mr_qp_snap {
 	uint32_t qpn;
 	enum mr_qp_state state;
 	struct mr_qp_stats s;
+	/* for mrstat qp: the connection and its congestion control now */
+	uint32_t dest_qpn, path_mtu;
+	uint8_t transport, cc;      /* enum mr_transport, enum mr_cc_algo */
+	uint16_t n_entropies;
+	bool cc_on;
+	uint64_t cc_rate_bps, cc_cwnd_bytes; /* UINT64_MAX: unlimited */
 };
 
 /* A shard's counters copied by the shard itself (its objects are single-threaded): the control
@@ -119,6 +125,7 @@ struct mr_shard_snap {
 	struct mr_impair_stats is[MR_IMPAIR_NR_DIRS];
 	size_t imp_queued[MR_IMPAIR_NR_DIRS];
 	uint64_t pcap_dropped;
+	struct mr_dpdk_link link;   /* for mrstat link (state, speed) */
 };
 
 struct mr_daemon {

@@ -218,7 +218,8 @@ int mr_engine_run(struct mr_daemon *d)
 			r = mr_shm_server_poll_data(d->srv);
 			(void)r;
 		}
-		/* One shard: it prints its own stats. Several: the control thread asks. */
+		/* The control thread prints the stats (d->dump NULL); this remains for a daemon
+		 * run without one. */
 		if (d->dump != NULL && *d->dump) {
 			*d->dump = 0;
 			mr_stats_dump_local(&d, 1, false, true);
@@ -227,8 +228,8 @@ int mr_engine_run(struct mr_daemon *d)
 			mr_stats_dump_local(&d, 1, false, false);
 			next_stats = now + d->stats_every_ns;
 		}
-		if (d->nshards > 1)
-			serve_snapshot(d);
+		/* The control thread's (stats socket, dumps) requests, one shard or several. */
+		serve_snapshot(d);
 		if (now >= next_link) {
 			follow_link(d, &link_seen);
 			next_link = now + LINK_POLL_NS;

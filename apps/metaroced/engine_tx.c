@@ -3,7 +3,9 @@
  * straight into an mbuf -> port tx buffer. Frames to a peer whose MAC is not known yet are held
  * (in order) until ARP/ND answers; frames to our own GID are looped back in software.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <string.h>
 #include <time.h>
 
@@ -14,6 +16,7 @@
 #include "dpdk/dpdk_port.h"
 #include "dpdk/neigh.h"
 #include "impair/impair.h"
+#include "log.h"
 #include "pcap_file.h"
 #include "transport/rc.h"
 
@@ -121,6 +124,26 @@ unsigned int mr_engine_neigh_poll(struct mr_daemon *d, uint64_t now)
 	return n;
 }
 
+/* Said when it happens (issue 11), at most once a second: the QP will only fail seconds later,
+ * with RETRY_EXC_ERR, far from the cause. */
+static void warn_unreachable(const struct mr_daemon *d, const uint8_t gid[16], uint64_t now)
+{
+	static uint64_t last;
+	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+	char ip[INET6_ADDRSTRLEN];
+
+	if (last != 0 && now - last < 1000000000ull)
+		return;
+	last = now;
+	if (memcmp(gid, v4mapped, 12) == 0)
+		inet_ntop(AF_INET, gid + 12, ip, sizeof(ip));
+	else
+		inet_ntop(AF_INET6, gid, ip, sizeof(ip));
+	mr_log(MR_LOG_WARN, "peer %s unreachable: no ARP/ND answer on port %u; its frames are "
+	       "dropped (mrstat: tx_drop_unreachable %" PRIu64 "). Check the peer's address and "
+	       "that its daemon runs on the same link", ip, d->cfg.port_id, d->st.held_dropped);
+}
+
 unsigned int mr_engine_release_held(struct mr_daemon *d, uint64_t now)
 {
 	unsigned int i, j = 0, sent = 0;
@@ -143,6 +166,7 @@ unsigned int mr_engine_release_held(struct mr_daemon *d, uint64_t now)
 			/* Unreachable: RC's retry counter (C9-141) will end the QP in error. */
 			rte_pktmbuf_free(h.m);
 			d->st.held_dropped++;
+			warn_unreachable(d, h.gid, now);
 		}
 	}
 	d->nheld = j;
@@ -203,6 +227,8 @@ static void route(struct mr_daemon *d, struct rte_mbuf *m, const uint8_t gid[16]
 	} else {
 		rte_pktmbuf_free(m);
 		d->st.held_dropped++;
+		if (rc != -EAGAIN)
+			warn_unreachable(d, gid, now);
 	}
 }
 

@@ -39,6 +39,8 @@
 #include "log.h"
 #include "pcap_file.h"
 #include "shm/shm_server.h"
+#include "stats_server.h"
+#include "stats_telemetry.h"
 #include "transport/rc.h"
 
 #define MAX_EAL_ARGS 64
@@ -60,12 +62,15 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: metaroced -c FILE [--pcap FILE] [--pcap-max-bytes N] "
 		"[--idle-sleep-us N] [--socket PATH] [--stats-every SEC] [--stats-json FILE]\n"
-		"                 [--impair-rx SPEC] [--impair-tx SPEC] [-v] [-- EAL args...]\n"
+		"                 [--impair-rx SPEC] [--impair-tx SPEC] [--telemetry] [-v] [-- EAL args...]\n"
 		"  --impair-rx/--impair-tx: impair received/sent frames (testing), SPEC as\n"
 		"  \"loss=0.01,burst=4,reorder=0.02:20us,dup=0.001,corrupt=1e-4,delay=10us,jitter=2us,\n"
 		"  ecn=rate:10g,k:64k,seed=7\" (overrides [impair] rx/tx; seeded, reproducible).\n"
 		"  --stats-json FILE: write the counters as JSON on SIGUSR1 and at exit.\n"
-		"  EAL always gets --no-pci --no-telemetry --in-memory (--no-shconf with --no-huge)\n"
+		"  --telemetry: DPDK telemetry on (dpdk-telemetry.py -f mr<pid>: /ethdev/stats,0,\n"
+		"  /metaroce/port, /metaroce/link); counters also over SOCKET.stats (mrstat).\n"
+		"  EAL always gets --no-pci --no-telemetry (unless --telemetry) --in-memory\n"
+		"  (--no-shconf with --no-huge)\n"
 		"  --file-prefix=mr<pid> --log-level=lib.eal:error, then [port] eal_args, then yours.\n"
 		"  SIGUSR1 prints statistics (and writes --stats-json); SIGINT/SIGTERM stop cleanly.\n");
 }
@@ -102,7 +107,7 @@ static bool has_arg(char *const *v, int n, const char *prefix)
 
 /* EAL arguments: our fixed ones, the config's eal_args (split on blanks), then the CLI's. */
 static int build_eal_args(struct eal_argv *e, const struct mr_daemon_config *cfg, char **extra,
-			  int nextra)
+			  int nextra, bool telemetry)
 {
 	char cfgargs[sizeof(cfg->eal_args)], *tok, *save = NULL;
 	char *split[MAX_EAL_ARGS];
@@ -117,7 +122,8 @@ static int build_eal_args(struct eal_argv *e, const struct mr_daemon_config *cfg
 	nohuge = has_arg(split, nsplit, "--no-huge") || has_arg(extra, nextra, "--no-huge");
 	rc |= eal_add(e, "metaroced");
 	rc |= eal_add(e, "--no-pci");
-	rc |= eal_add(e, "--no-telemetry");
+	if (!telemetry)
+		rc |= eal_add(e, "--no-telemetry");
 	/* --in-memory cannot be combined with --no-huge (measured, DESIGN.md). */
 	rc |= eal_add(e, nohuge ? "--no-shconf" : "--in-memory");
 	if (!has_arg(split, nsplit, "--file-prefix") && !has_arg(extra, nextra, "--file-prefix")) {
@@ -306,6 +312,8 @@ static int setup_engine(struct mr_daemon *d, const struct mr_daemon *io)
 	cp.first_qpn = mr_shard_first_qpn(&d->map, d->shard_id);
 	cp.max_mr = c->max_mr;
 	cp.max_mtu = c->ib_mtu; /* path MTUs above the port's are refused at modify_qp */
+	/* ECN on: the notification point for every QP, as ConnectX with ECN enabled. */
+	cp.cnp_all_qps = c->ecn;
 	cp.seed = ((uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ mr_now_ns()) +
 		  d->shard_id * 0x5851f42d4c957f2dull;
 	{
@@ -343,6 +351,7 @@ static int setup_engine(struct mr_daemon *d, const struct mr_daemon *io)
 	bc.max_cq = c->max_cq;
 	bc.line_rate_bps = (uint64_t)c->line_rate_gbps * 1000000000ull;
 	bc.base_rtt_ns = (uint64_t)c->base_rtt_us * 1000ull;
+	bc.rc_default_cc = c->ecn ? MR_CC_DCQCN : MR_CC_NONE;
 	/* Early MAC resolution needs the neighbour table, which only shard 0 touches; other
 	 * shards' first frames wait in shard 0's held queue instead. */
 	bc.on_path = d->shard_id == 0 ? mr_engine_resolve : NULL;
@@ -466,11 +475,11 @@ static int setup(struct mr_daemon **sh, unsigned int n, int *lsock)
 		rc = setup_engine(d, d0);
 		if (rc < 0)
 			return rc;
-		if (n == 1)
-			continue;
-		/* The control thread prints the statistics. */
+		/* The control thread prints the statistics (and serves the stats socket). */
 		d->dump = NULL;
 		d->stats_every_ns = 0;
+		if (n == 1)
+			continue;
 		if (i > 0 && mr_shard_rings_create(d) < 0)
 			return -ENOMEM;
 		{
@@ -550,6 +559,7 @@ int main(int argc, char **argv)
 		{"stats-json", required_argument, NULL, 'J'},
 		{"impair-rx", required_argument, NULL, 'R'},
 		{"impair-tx", required_argument, NULL, 'T'},
+		{"telemetry", no_argument, NULL, 'E'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -565,6 +575,7 @@ int main(int argc, char **argv)
 	int64_t idle_us = -1, pcap_max = -1;
 	uint64_t v, stats_every = 0;
 	int verbose = 0, opt, rc, nextra = 0, ret, i;
+	bool telemetry = false;
 	char err[512], **extra = NULL;
 	struct sigaction sa;
 
@@ -605,6 +616,9 @@ int main(int argc, char **argv)
 			break;
 		case 'v':
 			verbose++;
+			break;
+		case 'E':
+			telemetry = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -663,7 +677,7 @@ bad_value:
 	if (pcap_path == NULL && d.cfg.pcap_path[0] != '\0')
 		pcap_path = d.cfg.pcap_path;
 
-	if (build_eal_args(&eal, &d.cfg, extra, nextra) < 0) {
+	if (build_eal_args(&eal, &d.cfg, extra, nextra, telemetry) < 0) {
 		fprintf(stderr, "metaroced: too many EAL arguments\n");
 		return 2;
 	}
@@ -677,6 +691,8 @@ bad_value:
 		fprintf(stderr, "metaroced: EAL init failed: %s\n", rte_strerror(rte_errno));
 		return 1;
 	}
+	if (telemetry && mr_stats_telemetry_init() < 0)
+		mr_log(MR_LOG_WARN, "telemetry: cannot register /metaroce/ commands");
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
@@ -692,6 +708,7 @@ bad_value:
 		if (d.pcap == NULL)
 			mr_log(MR_LOG_ERR, "pcap %s: %s", pcap_path, strerror(errno));
 	}
+	ctl.stats.lsock = -1;
 	nsh = d.cfg.n_lcores;
 	sh[0] = &d;
 	for (k = 1; k < nsh; k++)
@@ -701,23 +718,26 @@ bad_value:
 	if (rc == 0 && (pcap_path == NULL || d.pcap != NULL)) {
 		bool launched = true;
 
-		if (nsh > 1) {
-			ctl.shards = sh;
-			ctl.n = nsh;
-			ctl.lsock = lsock;
-			ctl.max_sessions = d.cfg.max_sessions ? d.cfg.max_sessions : 64;
-			/* setup() left the shards without periodic stats: the control thread's. */
-			ctl.stats_every_ns = stats_every * 1000000000ull;
-			ctl.stop = &g_stop;
-			ctl.dump = &g_dump;
-			for (k = 1; k < nsh && launched; k++)
-				launched = rte_eal_remote_launch(shard_main, sh[k], sh[k]->lcore) == 0;
-			if (!launched || mr_control_start(&ctl) < 0) {
-				mr_log(MR_LOG_ERR, "cannot start the engine shards / control thread");
-				g_stop = 1;
-				rte_eal_mp_wait_lcore();
-				launched = false;
-			}
+		ctl.shards = sh;
+		ctl.n = nsh;
+		ctl.lsock = lsock;           /* -1 with one shard: its shm server listens */
+		ctl.max_sessions = d.cfg.max_sessions ? d.cfg.max_sessions : 64;
+		/* setup() left the shards without periodic stats: the control thread's. */
+		ctl.stats_every_ns = stats_every * 1000000000ull;
+		ctl.stop = &g_stop;
+		ctl.dump = &g_dump;
+		ctl.telemetry = telemetry;
+		rc = mr_stats_srv_open(&ctl.stats, d.sock_path);
+		if (rc < 0)
+			mr_log(MR_LOG_WARN, "stats socket %s%s: %s (mrstat will not reach this daemon)",
+			       d.sock_path, MR_STATS_SOCK_SUFFIX, strerror(-rc));
+		for (k = 1; k < nsh && launched; k++)
+			launched = rte_eal_remote_launch(shard_main, sh[k], sh[k]->lcore) == 0;
+		if (!launched || mr_control_start(&ctl) < 0) {
+			mr_log(MR_LOG_ERR, "cannot start the engine shards / control thread");
+			g_stop = 1;
+			rte_eal_mp_wait_lcore();
+			launched = false;
 		}
 		if (launched) {
 			if (nsh == 1)
@@ -728,10 +748,9 @@ bad_value:
 				       (long)getpid(), d.sock_path, nsh);
 			fflush(stdout);
 			mr_engine_run(&d);
-			if (nsh > 1) {
+			if (nsh > 1)
 				rte_eal_mp_wait_lcore();
-				mr_control_join(&ctl);
-			}
+			mr_control_join(&ctl);
 			ret = 0;
 		}
 	}
@@ -748,6 +767,8 @@ bad_value:
 			ret = 1;
 		}
 	}
+	mr_stats_srv_close(&ctl.stats);
+	mr_stats_telemetry_fini();
 	teardown(sh, nsh, lsock);
 	rte_eal_cleanup();
 	return ret;

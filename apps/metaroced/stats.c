@@ -51,6 +51,20 @@ static void snap_qp(void *arg, const struct mr_qp *qp)
 		return;
 	q->qpn = mr_qp_num(qp);
 	q->state = mr_qp_state(qp);
+	{
+		struct mr_qp_attr a;
+
+		memset(&a, 0, sizeof(a));
+		if (mr_qp_query(qp, &a) == 0) {
+			q->dest_qpn = a.dest_qp_num;
+			q->path_mtu = a.path_mtu;
+			q->transport = (uint8_t)a.transport;
+			q->cc = (uint8_t)a.cc;
+			q->n_entropies = a.n_entropies;
+		}
+		if (mr_qp_get_cc_state(qp, &q->cc_on, &q->cc_rate_bps, &q->cc_cwnd_bytes) < 0)
+			q->cc_on = false;
+	}
 	d->snap.nqps++;
 }
 
@@ -83,6 +97,8 @@ void mr_shard_snapshot(struct mr_daemon *d)
 		sn->imp_queued[i] = mr_impair_queued(d->imp[i], (enum mr_impair_dir)i);
 	}
 	sn->pcap_dropped = d->pcap != NULL ? mr_pcap_writer_dropped(d->pcap) : 0;
+	memset(&sn->link, 0, sizeof(sn->link));
+	mr_dpdk_port_link(d->port, 0, &sn->link);
 }
 
 void mr_stats_view_build(struct mr_stats_view *v, struct mr_daemon *const *shards,
@@ -190,11 +206,14 @@ void mr_stats_print(const struct mr_stats_view *v, FILE *f, bool final)
 		" rnr_naks_rcvd=%" PRIu64 " duplicate_requests=%" PRIu64
 		" out_of_sequence=%" PRIu64 " acks_sent=%" PRIu64 " acks_rcvd=%" PRIu64
 		" dropped=%" PRIu64 " ctx_rx_unknown_qp=%" PRIu64 " ctx_rx_dropped=%" PRIu64
-		" ctx_rx_bad_pkey=%" PRIu64 " ctx_rx_bad_source=%" PRIu64 "\n",
+		" ctx_rx_bad_pkey=%" PRIu64 " ctx_rx_bad_source=%" PRIu64 " sack_retransmits=%" PRIu64
+		" ce_rcvd=%" PRIu64 " cnps_sent=%" PRIu64 " cnps_rcvd=%" PRIu64
+		" cnps_handled=%" PRIu64 "\n",
 		tag, nqp, q.tx_pkts, q.rx_pkts, q.tx_bytes, q.rx_bytes, q.retransmits, q.timeouts,
 		q.seq_naks_sent, q.seq_naks_rcvd, q.rnr_naks_sent, q.rnr_naks_rcvd,
 		q.duplicate_requests, q.out_of_sequence, q.acks_sent, q.acks_rcvd, q.dropped,
-		cs.rx_unknown_qp, cs.rx_dropped, cs.rx_bad_pkey, cs.rx_bad_source);
+		cs.rx_unknown_qp, cs.rx_dropped, cs.rx_bad_pkey, cs.rx_bad_source, q.sack_retransmits,
+		q.ce_rcvd, q.cnps_sent, q.cnps_rcvd, q.cnps_handled);
 	fprintf(f, "%s: neigh arp_rx=%" PRIu64 " arp_answered=%" PRIu64 " arp_replies_rx=%" PRIu64
 		" nd_rx=%" PRIu64 " ns_answered=%" PRIu64 " solicits_tx=%" PRIu64
 		" resolved=%" PRIu64 " unresolved_lookups=%" PRIu64 " unreachable=%" PRIu64

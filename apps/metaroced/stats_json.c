@@ -33,6 +33,8 @@ static const struct {
 	F(inv_req_naks_rcvd), F(duplicate_requests), F(out_of_sequence), F(acks_sent),
 	F(acks_rcvd), F(implied_naks), F(dropped), F(sack_retransmits), F(spurious_retransmits),
 	F(tlp_probes), F(ooo_placed), F(ce_rcvd), F(cnps_sent), F(cnps_rcvd),
+	F(retry_seqs), F(retry_exceeded), F(rnr_retry_exceeded), F(cnps_handled),
+	F(sends_completed), F(recvs_completed), F(sack_blocks_rcvd),
 };
 #undef F
 

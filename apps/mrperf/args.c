@@ -49,9 +49,9 @@ const char *mr_perf_usage(void)
 {
 	return "usage: mrperf write_bw|write_lat|send_bw|send_lat|read_bw|read_lat|atomic_bw|atomic_lat"
 	       " [options] [SERVER]\n"
-	       "  -s, --size=N          message size (default 65536 bw, 2 lat, 8 atomic)\n"
+	       "  -s, --size=N          message size, K/M suffixes (default 65536 bw, 2 lat, 8 atomic)\n"
 	       "  -a, --all             all sizes 2 .. 2^23\n"
-	       "  -n, --iters=N         iterations (default 5000 bw, 1000 lat)\n"
+	       "  -n, --iters=N         iterations (default 5000 write_bw, else 1000)\n"
 	       "  -D, --duration=S      run for S seconds instead of -n\n"
 	       "  -q, --qp=N            number of QPs (1..64)\n"
 	       "  -m, --mtu=N           IB MTU 256|512|1024|2048|4096 (default: the port's)\n"
@@ -63,11 +63,13 @@ const char *mr_perf_usage(void)
 	       "  -F, --CPU-freq        accepted, ignored (times come from CLOCK_MONOTONIC)\n"
 	       "  -x, --gid-index=N     accepted (the daemon's RoCE v2 GID is used)\n"
 	       "  -d, --ib-dev=NAME     accepted, shown in the header\n"
+	       "  -i, --ib-port=N       port (metaroced has port 1)\n"
 	       "      --report_gbits    bandwidth in Gb/sec instead of MB/sec\n"
 	       "      --verify          seeded data pattern, every received byte checked\n"
 	       "      --seed=N          pattern seed for --verify (default 1)\n"
 	       "      --json=FILE       write the results as JSON\n"
-	       "      --sock=PATH       metaroced socket (default /run/metaroce/metaroced.sock)\n"
+	       "      --sock=PATH       metaroced socket (default $METAROCE_SOCK, else\n"
+	       "                        /run/metaroce/metaroced.sock)\n"
 	       "      --metaroce        offer MetaRoCE (used only if the peer offers it too)\n"
 	       "      --entropies=N     MetaRoCE UDP source ports to spray over, 1..256 (default 16)\n"
 	       "      --cc=ALGO         MetaRoCE congestion control: none|dcqcn|metaroce (default none)\n"
@@ -105,7 +107,7 @@ static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *v)
 enum opt_id {
 	O_SIZE, O_ALL, O_ITERS, O_DUR, O_QP, O_MTU, O_PORT, O_TX, O_RX, O_CQMOD, O_FREQ, O_GID,
 	O_DEV, O_GBITS, O_VERIFY, O_SEED, O_JSON, O_SOCK, O_HELP, O_METAROCE, O_ENTROPIES, O_CC,
-	O_QPTO,
+	O_QPTO, O_IBPORT,
 };
 
 static const struct opt {
@@ -127,6 +129,7 @@ static const struct opt {
 	{ 0, "metaroce", false, O_METAROCE }, { 0, "entropies", true, O_ENTROPIES },
 	{ 0, "cc", true, O_CC },
 	{ 'u', "qp-timeout", true, O_QPTO },
+	{ 'i', "ib-port", true, O_IBPORT },
 };
 
 static const struct opt *find_short(char c)
@@ -146,8 +149,30 @@ static const struct opt *find_long(const char *s, size_t n)
 }
 
 struct seen {
-	bool size, iters, tx, mtu;
+	bool size, iters, tx, mtu, cq_mod;
 };
+
+/* A size with an optional K or M suffix (x1024, x1024^2), as perftest's -s accepts. */
+static int parse_size(const char *s, uint64_t lo, uint64_t hi, uint64_t *v)
+{
+	char buf[32];
+	size_t n = s != NULL ? strlen(s) : 0;
+	uint64_t mul = 1;
+
+	if (n == 0 || n >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, n + 1);
+	if (buf[n - 1] == 'K' || buf[n - 1] == 'k')
+		mul = 1024;
+	else if (buf[n - 1] == 'M' || buf[n - 1] == 'm')
+		mul = 1024 * 1024;
+	if (mul > 1)
+		buf[n - 1] = '\0';
+	if (parse_u64(buf, 1, hi, v) < 0 || *v > hi / mul)
+		return -EINVAL;
+	*v *= mul;
+	return *v < lo ? -EINVAL : 0;
+}
 
 static int apply(const struct opt *o, const char *flag, const char *val, struct mr_perf_args *a,
 		 struct seen *seen, char *err, size_t len)
@@ -163,7 +188,9 @@ static int apply(const struct opt *o, const char *flag, const char *val, struct 
 	} while (0)
 	switch (o->id) {
 	case O_SIZE:
-		NUM(1, MR_PERF_MAX_SIZE);
+		if (parse_size(val, 1, MR_PERF_MAX_SIZE, &v) < 0)
+			return fail(err, len, "invalid value '%s' for %s (expected 1..%llu, or with a "
+				    "K or M suffix)", val, flag, (unsigned long long)MR_PERF_MAX_SIZE);
 		a->size = v;
 		seen->size = true;
 		break;
@@ -207,6 +234,7 @@ static int apply(const struct opt *o, const char *flag, const char *val, struct 
 	case O_CQMOD:
 		NUM(1, 1024);
 		a->cq_mod = (unsigned)v;
+		seen->cq_mod = true;
 		break;
 	case O_QPTO:
 		/* IBA 9.7.6.1.3: 5 bits; 0 (infinite) is refused, as perftest does */
@@ -214,6 +242,13 @@ static int apply(const struct opt *o, const char *flag, const char *val, struct 
 		a->qp_timeout = (unsigned)v;
 		break;
 	case O_FREQ:
+		break;
+	case O_IBPORT:
+		/* perftest's -i picks the HCA port; metaroced is a one-port device. */
+		NUM(1, 255);
+		if (v != 1)
+			return fail(err, len, "invalid value '%s' for %s: metaroced has one port (1); "
+				    "see `mrstat link`", val, flag);
 		break;
 	case O_GID:
 		NUM(0, 255);
@@ -274,7 +309,9 @@ static void defaults(struct mr_perf_args *a)
 	a->rx_depth = 512;    /* DEF_RX_SEND */
 	a->seed = 1;
 	a->entropies = 16;
-	a->sock = "/run/metaroce/metaroced.sock";
+	/* as libmetaroce's mrc_open(NULL) */
+	a->sock = getenv("METAROCE_SOCK") != NULL && getenv("METAROCE_SOCK")[0] != '\0' ?
+		  getenv("METAROCE_SOCK") : "/run/metaroce/metaroced.sock";
 }
 
 int mr_perf_args_parse(int argc, const char *const argv[], struct mr_perf_args *a, char *err,
@@ -351,11 +388,6 @@ int mr_perf_args_parse(int argc, const char *const argv[], struct mr_perf_args *
 	if (a->duration && (seen.iters || a->all))
 		return fail(err, errlen, "-D/--duration cannot be combined with %s",
 			    seen.iters ? "-n/--iters" : "-a/--all");
-	/* Duration mode needs the receiver to stop on time, which only the requester-only bw tests
-	 * (write/read/atomic: the server is passive) do today. */
-	if (a->duration && !(a->test == MR_PT_WRITE_BW || a->test == MR_PT_READ_BW ||
-			     a->test == MR_PT_ATOMIC_BW))
-		return fail(err, errlen, "-D/--duration is supported by write_bw, read_bw and atomic_bw only");
 	if (a->test == MR_PT_ATOMIC_BW || a->test == MR_PT_ATOMIC_LAT) {
 		/* IBA 9.4.5: atomics operate on exactly 8 bytes */
 		if (seen.size && a->size != 8)
@@ -368,8 +400,8 @@ int mr_perf_args_parse(int argc, const char *const argv[], struct mr_perf_args *
 	if (mr_perf_test_is_bw(a->test)) {
 		if (!seen.size && a->size == 0)
 			a->size = 65536;     /* DEF_SIZE_BW */
-		if (!seen.iters)
-			a->iters = 5000;     /* DEF_ITERS_WB */
+		if (!seen.iters)     /* DEF_ITERS_WB for write_bw, DEF_ITERS for the others */
+			a->iters = a->test == MR_PT_WRITE_BW ? 5000 : 1000;
 		if (!seen.tx)
 			a->tx_depth = 128;   /* DEF_TX_BW */
 	} else {

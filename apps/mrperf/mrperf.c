@@ -170,6 +170,7 @@ static int run(struct run *r)
 	struct mr_mrc_offer mine = { 0 }, peer, agreed;
 	uint8_t vfield[MR_PT_VERSION_LEN];
 	unsigned idx[2 * MR_PERF_MAX_QPS + 2], conn_after;
+	uint32_t mine_mtu;
 	int n, rc;
 
 	r->conn.with_gid = true; /* RoCE always has a GID index */
@@ -184,6 +185,7 @@ static int run(struct run *r)
 		fflush(stdout);
 		r->conn.fd = mr_pt_accept(r->a.port, 0, NULL, NULL);
 	}
+	r->c.peer_fd = r->conn.fd;
 	if (r->conn.fd < 0)
 		return die(NULL, r->c.client ? "connecting to the server" : "accepting a client",
 			   r->conn.fd);
@@ -201,7 +203,13 @@ static int run(struct run *r)
 	pre.mtu = r->a.mtu ? r->a.mtu : r->c.port_mtu;
 	if (pre.mtu > r->c.port_mtu)
 		pre.mtu = r->c.port_mtu;
+	mine_mtu = pre.mtu;
 	rc = mr_pt_preamble(&r->conn, &pre);
+	/* perftest's check_mtu() takes the smaller silently; say so, it explains low bandwidth. */
+	if (rc == 0 && pre.mtu < mine_mtu)
+		fprintf(stderr, "mrperf: MTU mismatch: the peer uses MTU %u, we %u: both use "
+			"%u (set the same port.mtu on both daemons; mrstat link shows it)\n", pre.mtu,
+			mine_mtu, pre.mtu);
 	if (rc == -EPROTO)
 		return die(NULL, "peer's perftest version is older than 5.70", rc);
 	if (rc < 0)

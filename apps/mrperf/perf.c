@@ -5,6 +5,7 @@
 #include "perf.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,11 +76,21 @@ int mr_perf_open(struct mr_perf_ctx *c, const struct mr_perf_args *a, uint64_t m
 	int rc;
 
 	memset(c, 0, sizeof(*c));
+	c->peer_fd = -1;
 	c->a = a;
 	c->verb = mr_perf_verb_of(a->test);
 	c->client = a->server != NULL;
 	c->nqp = a->num_qps;
 	c->s = mrc_open(a->sock);
+	if (c->s == NULL && (errno == ENOENT || errno == ECONNREFUSED)) {
+		int e = errno;
+
+		/* Not mrc_strerror's "no such object in this session": there is no daemon. */
+		snprintf(c->err, sizeof(c->err), "cannot reach metaroced at %s: %s: is metaroced "
+			 "running? Start it (metaroced -c FILE), or point --sock / $METAROCE_SOCK at "
+			 "its socket", a->sock, e == ENOENT ? "no such socket" : "connection refused");
+		return -e;
+	}
 	if (c->s == NULL)
 		return fail(c, -errno, "cannot reach metaroced at %s", a->sock);
 	rc = mrc_query_port(c->s, &port);
@@ -256,6 +267,35 @@ static void build_wr(const struct mr_perf_ctx *c, const struct mr_perf_qp *q, ui
 	}
 	wr->rdma.remote_addr = q->rem.vaddr;
 	wr->rdma.rkey = q->rem.rkey;
+}
+
+#define DRAIN_QUIET_NS 200000000ull /* -D: the receiver's CQ quiet this long after the peer ended */
+
+/* -D on the passive side (send_bw's receiver, the lat server): has the active side moved on to
+ * its end-of-test exchange on the setup connection? Looked at once a millisecond. */
+static bool peer_done(struct mr_perf_ctx *c, uint64_t now)
+{
+	struct pollfd p = { .fd = c->peer_fd, .events = POLLIN };
+
+	if (c->a->duration == 0 || c->peer_fd < 0 || now - c->done_check_ns < 1000000)
+		return false;
+	c->done_check_ns = now;
+	return poll(&p, 1, 0) > 0;
+}
+
+/* Room for entry n in a growing timestamp array (duration mode: the count is not known). */
+static int room(uint64_t **v, uint64_t *cap, uint64_t n)
+{
+	uint64_t *nv;
+
+	if (n < *cap)
+		return 0;
+	nv = realloc(*v, (*cap * 2) * sizeof(**v));
+	if (nv == NULL)
+		return -ENOMEM;
+	*v = nv;
+	*cap *= 2;
+	return 0;
 }
 
 static int check_wc(struct mr_perf_ctx *c, const struct mr_wc *wc)
@@ -442,10 +482,12 @@ static int server_rates(const uint64_t *t, uint64_t n, uint64_t size, unsigned c
 int mr_perf_bw_send_server(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw_report *out)
 {
 	const struct mr_perf_args *a = c->a;
-	uint64_t total = a->iters * c->nqp, got = 0;
+	bool dur = a->duration > 0;
+	uint64_t total = dur ? UINT64_MAX : a->iters * c->nqp, got = 0;
+	uint64_t cap = dur ? 4096 : total;
 	uint64_t rposted[MR_PERF_MAX_QPS], rcnt[MR_PERF_MAX_QPS] = { 0 };
-	uint64_t *completed = malloc(total * sizeof(*completed));
-	uint64_t t0 = now_ns(), last = t0;
+	uint64_t *completed = malloc(cap * sizeof(*completed));
+	uint64_t t0 = now_ns(), last = t0, drain_until = 0, rc_got = 0;
 	struct mr_wc wc[POLL_BATCH];
 	int rc = 0;
 
@@ -477,9 +519,13 @@ int mr_perf_bw_send_server(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw
 				if (wc[k].byte_len != size)
 					c->corrupted += size; /* a short message is a corruption */
 			}
+			if (room(&completed, &cap, got) < 0) {
+				rc = fail(c, -ENOMEM, "timestamps");
+				goto out;
+			}
 			completed[got++] = now;
 			rcnt[i]++;
-			if (rposted[i] < a->iters) {
+			if (dur || rposted[i] < a->iters) {
 				int r = post_recv_one(c, i, size);
 
 				if (r < 0) {
@@ -491,13 +537,24 @@ int mr_perf_bw_send_server(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw
 			last = now;
 		}
 		rc = 0;
+		/* The peer saw its last ACK: what it sent is in our daemon, and its completions
+		 * reach our CQ shortly; take them until the CQ stays quiet. */
+		if (dur && drain_until == 0 && peer_done(c, now))
+			drain_until = now + DRAIN_QUIET_NS;
+		if (drain_until != 0) {
+			if (rc_got != got)
+				drain_until = now + DRAIN_QUIET_NS;
+			rc_got = got;
+			if (now >= drain_until)
+				break;
+		}
 		if (now - last > PROGRESS_TIMEOUT_NS) {
 			rc = fail(c, -ETIMEDOUT, "no message for 10 s (%llu of %llu received)",
 				  (unsigned long long)got, (unsigned long long)total);
 			goto out;
 		}
 	}
-	rc = server_rates(completed, total, size, a->cq_mod, a->gbits, out);
+	rc = server_rates(completed, got, size, a->cq_mod, a->gbits, out);
 	if (rc < 0)
 		fail(c, rc, "too few messages for a rate");
 out:
@@ -522,16 +579,40 @@ static int wait_one(struct mr_perf_ctx *c, struct mrc_cq *cq, struct mr_wc *wc)
 	}
 }
 
+/* The next receive completion, or 1 when (-D) the peer has ended the run. */
+static int wait_recv_or_done(struct mr_perf_ctx *c, struct mr_wc *wc)
+{
+	uint64_t start = now_ns();
+
+	for (;;) {
+		int rc = mrc_poll_cq(c->rcq, 1, wc);
+		uint64_t now;
+
+		if (rc < 0)
+			return fail(c, rc, "poll_cq");
+		if (rc == 1)
+			return check_wc(c, wc);
+		now = now_ns();
+		if (peer_done(c, now))
+			return 1;
+		if (now - start > PROGRESS_TIMEOUT_NS)
+			return fail(c, -ETIMEDOUT, "no completion for 10 s");
+	}
+}
+
 /* write_lat's ping-pong, as perftest's run_iter_lat_write (perftest_resources.c): each side
  * RDMA-WRITEs `size` bytes from the start of its source into the peer's advertised buffer, the
  * last byte carrying the iteration number (mod 256), and spins on the last byte of its own
  * receive buffer (vaddr + size - 1) for the peer's matching write. The server writes first
  * (it skips the first poll), the client waits for it; every write is signalled and its
  * completion reaped before the next poll. tp[n] = when write n+1 was posted. */
-static int lat_write(struct mr_perf_ctx *c, uint64_t size, uint64_t *tp)
+static int lat_write(struct mr_perf_ctx *c, uint64_t size, uint64_t **tp, uint64_t *cap,
+		     uint64_t *count)
 {
 	struct mr_perf_qp *q = &c->qp[0];
-	uint64_t iters = c->a->iters, scnt = 0, ccnt = 0, rcnt = 0;
+	bool dur = c->a->duration > 0;
+	uint64_t iters = dur ? UINT64_MAX : c->a->iters, scnt = 0, ccnt = 0, rcnt = 0;
+	uint64_t t_end = now_ns() + (uint64_t)c->a->duration * 1000000000ull;
 	volatile uint8_t *poll_byte = q->buf + q->half + size - 1;
 	struct mr_send_wr wr;
 	struct mr_wc wc;
@@ -540,18 +621,33 @@ static int lat_write(struct mr_perf_ctx *c, uint64_t size, uint64_t *tp)
 	build_wr(c, q, size, &wr);
 	wr.send_flags = MR_SEND_SIGNALED;
 	while (scnt < iters || ccnt < iters || rcnt < iters) {
+		/* -D: the client stops on its clock after a whole round; the server follows */
+		if (dur && c->client && now_ns() >= t_end)
+			break;
 		if (rcnt < iters && !(scnt < 1 && !c->client)) {
 			uint64_t start = now_ns();
+			bool done = false;
 
 			rcnt++;
-			while (*poll_byte != (uint8_t)rcnt)
-				if (now_ns() - start > PROGRESS_TIMEOUT_NS)
+			while (*poll_byte != (uint8_t)rcnt) {
+				uint64_t now = now_ns();
+
+				if (peer_done(c, now)) {
+					done = true;
+					break;
+				}
+				if (now - start > PROGRESS_TIMEOUT_NS)
 					return fail(c, -ETIMEDOUT,
 						    "no write from the peer for 10 s (waiting for #%llu)",
 						    (unsigned long long)rcnt);
+			}
+			if (done)
+				break;
 		}
 		if (scnt < iters) {
-			tp[scnt] = now_ns();
+			if (room(tp, cap, scnt) < 0)
+				return fail(c, -ENOMEM, "latency samples");
+			(*tp)[scnt] = now_ns();
 			q->buf[size - 1] = (uint8_t)++scnt;
 			rc = mrc_post_send(q->qp, &wr);
 			if (rc < 0)
@@ -564,6 +660,7 @@ static int lat_write(struct mr_perf_ctx *c, uint64_t size, uint64_t *tp)
 			ccnt++;
 		}
 	}
+	*count = scnt;
 	return 0;
 }
 
@@ -571,35 +668,44 @@ int mr_perf_lat(struct mr_perf_ctx *c, uint64_t size, struct mr_lat_stats *out)
 {
 	const struct mr_perf_args *a = c->a;
 	struct mr_perf_qp *q = &c->qp[0]; /* latency runs on one QP, as perftest */
-	uint64_t iters = a->iters;
-	uint64_t *tp = malloc(iters * sizeof(*tp));
-	double *samples = malloc(iters * sizeof(*samples));
+	bool dur = a->duration > 0;
+	uint64_t iters = dur ? UINT64_MAX : a->iters, cap = dur ? 4096 : a->iters, count = 0;
+	uint64_t *tp = malloc(cap * sizeof(*tp));
+	uint64_t t_end = now_ns() + (uint64_t)a->duration * 1000000000ull;
+	double *samples = NULL;
 	double rtt_factor = (c->verb == MR_VERB_READ || c->verb == MR_VERB_ATOMIC) ? 1.0 : 2.0;
 	struct mr_send_wr wr;
 	struct mr_wc wc;
 	int rc = 0;
 
-	if (tp == NULL || samples == NULL) {
-		free(tp);
-		free(samples);
+	if (tp == NULL)
 		return fail(c, -ENOMEM, "latency samples");
-	}
 	if (c->verb == MR_VERB_WRITE) {
-		rc = lat_write(c, size, tp);
+		rc = lat_write(c, size, &tp, &cap, &count);
 		if (rc < 0)
 			goto out;
 	}
-	for (uint64_t n = 0; c->verb != MR_VERB_WRITE && n < iters; n++) {
+	for (uint64_t n = 0; c->verb != MR_VERB_WRITE && n < iters; n++, count = n) {
+		if (dur && c->client && now_ns() >= t_end)
+			break;
 		/* send_lat: the server answers each message of the client */
 		if (!c->client && c->verb == MR_VERB_SEND) {
-			rc = wait_one(c, c->rcq, &wc);
-			if (rc == 0 && n + a->rx_depth < iters)
+			rc = wait_recv_or_done(c, &wc);
+			if (rc == 1) {
+				rc = 0;
+				break;
+			}
+			if (rc == 0 && (dur || n + a->rx_depth < iters))
 				rc = post_recv_one(c, 0, size);
 			if (rc < 0)
 				goto out;
 		}
 		build_wr(c, q, size, &wr);
 		wr.send_flags = MR_SEND_SIGNALED;
+		if (room(&tp, &cap, n) < 0) {
+			rc = fail(c, -ENOMEM, "latency samples");
+			goto out;
+		}
 		tp[n] = now_ns();
 		rc = mrc_post_send(q->qp, &wr);
 		if (rc < 0) {
@@ -611,7 +717,7 @@ int mr_perf_lat(struct mr_perf_ctx *c, uint64_t size, struct mr_lat_stats *out)
 			goto out;
 		if (c->client && c->verb == MR_VERB_SEND) {
 			rc = wait_one(c, c->rcq, &wc);
-			if (rc == 0 && n + a->rx_depth < iters)
+			if (rc == 0 && (dur || n + a->rx_depth < iters))
 				rc = post_recv_one(c, 0, size);
 			if (rc < 0)
 				goto out;
@@ -623,9 +729,15 @@ int mr_perf_lat(struct mr_perf_ctx *c, uint64_t size, struct mr_lat_stats *out)
 		}
 	}
 	/* print_report_lat(): deltas between consecutive posts, divided by the RTT factor */
-	for (uint64_t n = 0; n + 1 < iters; n++)
+	samples = count > 1 ? malloc((count - 1) * sizeof(*samples)) : NULL;
+	if (samples == NULL) {
+		rc = fail(c, count > 1 ? -ENOMEM : -EINVAL, "latency statistics (%llu samples)",
+			  (unsigned long long)count);
+		goto out;
+	}
+	for (uint64_t n = 0; n + 1 < count; n++)
 		samples[n] = (double)(tp[n + 1] - tp[n]) / 1000.0 / rtt_factor;
-	rc = mr_lat_compute(samples, iters - 1, size, iters, out);
+	rc = mr_lat_compute(samples, count - 1, size, count, out);
 	if (rc < 0)
 		fail(c, rc, "latency statistics");
 	if (a->verify && c->verb == MR_VERB_READ) {

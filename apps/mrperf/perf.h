@@ -48,6 +48,10 @@ struct mr_perf_ctx {
 	uint16_t n_entropies;
 	uint8_t cc;          /* enum mrc_cc_algo */
 	char err[256];       /* last failure, in words */
+	/* -D: the setup connection; on the passive side of a test the peer's end-of-test
+	 * exchange arriving on it ends the run (perftest's peers stop on their own clocks). */
+	int peer_fd;
+	uint64_t done_check_ns;
 };
 
 enum mr_perf_verb mr_perf_verb_of(enum mr_pt_test t);

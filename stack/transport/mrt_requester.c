@@ -361,6 +361,7 @@ static void mrt_req_nak(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now
 		/* IBA 9.7.5.2.8: rnr_retry 7 retries forever; else count down. */
 		if (qp->attr.rnr_retry != 7) {
 			if (r->rnr_left == 0) {
+				qp->stats.rnr_retry_exceeded++;
 				mrt_req_fail_psn(qp, psn, MR_WC_RNR_RETRY_EXC_ERR);
 				return;
 			}
@@ -423,9 +424,11 @@ static void mrt_req_ack(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now
 		pkts += mrt_sb_ack(qp, psn, h->mreth.ts, now, &bytes);
 	if (mr_psn_cmp(mr_psn_add(cum, 1), r->cum) > 0)
 		r->cum = mr_psn_add(cum, 1);
-	for (uint32_t i = 0; i < MRT_SACK_BITS; i++) {
+	for (uint32_t i = 0, seen = 0; i < MRT_SACK_BITS; i++) {
 		if (!(h->sack.bitmap[i / 8] & (0x80u >> (i % 8))))
 			continue;
+		if (!seen++)
+			qp->stats.sack_blocks_rcvd++;
 		psn = mr_psn_add(h->sack.base, i);
 		if (mrt_sb_in_flight(qp, psn))
 			pkts += mrt_sb_ack(qp, psn, h->mreth.ts, now, &bytes);

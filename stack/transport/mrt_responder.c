@@ -425,6 +425,7 @@ static bool mrt_resp_advance(struct mr_qp *qp)
 				if (!(wc.wc_flags & MR_WC_WITH_INV))
 					wc.invalidated_rkey = 0;
 				qp->rq_head++;
+				qp->stats.recvs_completed++;
 				rc_cq_push(qp->init.recv_cq, &wc);
 			}
 		}

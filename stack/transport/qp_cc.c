@@ -181,6 +181,7 @@ void qp_cc_on_cnp(struct mr_qp *qp, uint64_t now)
 {
 	qp->stats.cnps_rcvd++;
 	if (qp->cc_on && qp->cc.ops && qp->cc.ops->on_cnp) {
+		qp->stats.cnps_handled++;
 		qp->cc.ops->on_cnp(&qp->cc, now);
 		rc_sched_req(qp);
 	}
@@ -190,7 +191,13 @@ void rc_resp_on_ce(struct mr_qp *qp, uint64_t now)
 {
 	qp->stats.ce_rcvd++;
 #ifdef MR_HAVE_CC
-	if (qp->cc_on && qp->attr.cc == MR_CC_DCQCN && mr_dcqcn_np_on_ce(&qp->np, now)) {
+	/* A17.9.3: the notification point answers CE with a CNP; ConnectX does so for every QP
+	 * of an ECN-enabled priority (cnp_all_qps), not only for QPs that run DCQCN themselves. */
+	if (!(qp->cc_on && qp->attr.cc == MR_CC_DCQCN) && !qp->ctx->p.cnp_all_qps)
+		return;
+	if (qp->np.min_interval_ns == 0)
+		mr_dcqcn_np_init(&qp->np, QP_CNP_INTERVAL_NS);
+	if (mr_dcqcn_np_on_ce(&qp->np, now)) {
 		qp->cnp_pending = true;
 		rc_sched_resp(qp);
 	}
@@ -214,4 +221,15 @@ int rc_resp_cnp_tx(struct mr_qp *qp, struct mr_tx_pkt *out)
 	out->hdr.becn = true;
 	qp->stats.cnps_sent++;
 	return 1;
+}
+
+int mr_qp_get_cc_state(const struct mr_qp *qp, bool *cc_on, uint64_t *rate_bps,
+		       uint64_t *cwnd_bytes)
+{
+	if (qp == NULL || cc_on == NULL || rate_bps == NULL || cwnd_bytes == NULL)
+		return -EINVAL;
+	*cc_on = qp->cc_on;
+	*rate_bps = qp->cc_on ? qp->cc.rate_bps : UINT64_MAX;
+	*cwnd_bytes = qp->cc_on ? qp->cc.cwnd_bytes : UINT64_MAX;
+	return 0;
 }

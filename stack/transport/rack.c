@@ -330,10 +330,12 @@ static void mrt_on_rto(struct mr_qp *qp, uint64_t now)
 	if (r->retry_left == 0 &&
 	    now - r->progress_ts >= (uint64_t)(qp->attr.retry_cnt + 1) *
 				    mr_ack_timeout_ns(qp->attr.timeout)) {
+		qp->stats.retry_exceeded++;
 		rc_sq_at(qp, qp->sq_head)->status = MR_WC_RETRY_EXC_ERR;
 		rc_qp_to_err(qp);
 		return;
 	}
+	qp->stats.retry_seqs++;
 	if (r->retry_left > 0)
 		r->retry_left--;
 	/* RFC 4015: remember the first timeout of a series for the Eifel test (mrt_rto_eifel). */

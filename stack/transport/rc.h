@@ -38,6 +38,9 @@ struct mr_ctx_params {
 	 * path MTU (-EINVAL, as rxe_qp_chk_attr against the port's MTU), so no frame ever exceeds
 	 * what the port can send. */
 	uint32_t max_mtu;
+	/* Notification point for every QP (A17.9.3; ConnectX's default with ECN on): CE-marked
+	 * requests get CNPs whatever the QP's own congestion control. Added for issue 11. */
+	bool cnp_all_qps;
 };
 
 struct mr_ctx *mr_ctx_create(const struct mr_ctx_params *p); /* NULL + errno on failure */
@@ -171,6 +174,11 @@ uint64_t mr_ctx_next_expiry(const struct mr_ctx *ctx);
 void mr_ctx_on_timer(struct mr_ctx *ctx, uint64_t now);
 
 /* ---- counters (rdma-stat style); all monotonically increasing ---- */
+/* Packet classes counted per direction (BTH opcode, IBA table 38; MetaRoCE by base opcode). */
+enum mr_op_class {
+	MR_OPC_SEND, MR_OPC_WRITE, MR_OPC_READ_REQ, MR_OPC_READ_RESP, MR_OPC_ATOMIC,
+	MR_OPC_ATOMIC_ACK, MR_OPC_ACK, MR_OPC_CNP, MR_OPC_NR
+};
 struct mr_qp_stats {
 	uint64_t tx_pkts, rx_pkts, tx_bytes, rx_bytes;
 	uint64_t retransmits;          /* request packets sent again (go-back-N) */
@@ -192,8 +200,23 @@ struct mr_qp_stats {
 	uint64_t ooo_placed;           /* packets placed out of order */
 	uint64_t ce_rcvd;              /* CE-marked packets received */
 	uint64_t cnps_sent, cnps_rcvd;
+	/* Added for mrstat (rxe / mlx5 names in apps/metaroced/counters.c) */
+	uint64_t retry_seqs;           /* go-back-N / RTO retry sequences started */
+	uint64_t retry_exceeded;       /* retry_cnt exhausted: WR completed RETRY_EXC_ERR */
+	uint64_t rnr_retry_exceeded;   /* rnr_retry exhausted: RNR_RETRY_EXC_ERR */
+	uint64_t cnps_handled;         /* CNPs a rate controller reacted to (rest: ignored) */
+	uint64_t sends_completed;      /* SEND WRs completed successfully */
+	uint64_t recvs_completed;      /* receive WQEs completed successfully */
+	uint64_t sack_blocks_rcvd;     /* MetaRoCE SACK ACKs received */
+	uint64_t tx_op[MR_OPC_NR], rx_op[MR_OPC_NR]; /* packets by enum mr_op_class */
+	uint64_t rx_requests[MR_OPC_NR]; /* request messages (FIRST/ONLY packets) received */
 };
 int mr_qp_get_stats(const struct mr_qp *qp, struct mr_qp_stats *st);
+
+/* The QP's congestion-control state now (for statistics): rate in bit/s and window in bytes,
+ * UINT64_MAX when unlimited or no controller; cc_on false without one. 0 or -EINVAL. */
+int mr_qp_get_cc_state(const struct mr_qp *qp, bool *cc_on, uint64_t *rate_bps,
+		       uint64_t *cwnd_bytes);
 
 struct mr_ctx_stats {
 	uint64_t rx_unknown_qp;

@@ -63,10 +63,12 @@ static bool rc_comp_ack_upto(struct mr_qp *qp, uint32_t end, uint64_t now)
 static void rc_comp_retry(struct mr_qp *qp)
 {
 	if (qp->comp.retry_left == 0) {
+		qp->stats.retry_exceeded++;
 		rc_sq_at(qp, qp->sq_head)->status = MR_WC_RETRY_EXC_ERR;
 		rc_qp_to_err(qp);
 		return;
 	}
+	qp->stats.retry_seqs++;
 	qp->comp.retry_left--;
 	qp->comp.implied_retried = true;
 	qp->comp.ack_deadline = UINT64_MAX;
@@ -113,6 +115,7 @@ static void rc_comp_nak(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now
 		/* IBA 9.7.5.2.8: rnr_retry 7 retries forever; else count down. */
 		if (qp->attr.rnr_retry != 7) {
 			if (qp->comp.rnr_left == 0) {
+				qp->stats.rnr_retry_exceeded++;
 				rc_comp_error(qp, MR_WC_RNR_RETRY_EXC_ERR);
 				return;
 			}

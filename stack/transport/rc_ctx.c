@@ -132,6 +132,52 @@ static bool rc_is_response(uint8_t op)
 	return op >= MR_OP_RC_READ_RESPONSE_FIRST && op <= MR_OP_RC_ATOMIC_ACK;
 }
 
+/* Statistics class of a (base, RC) opcode, IBA 9.2 table 38. */
+static enum mr_op_class rc_op_class(uint8_t op)
+{
+	if (op == MR_OP_CNP)
+		return MR_OPC_CNP;
+	op = mr_opcode_is_metaroce(op) ? mr_opcode_base(op) : op;
+	if (op <= MR_OP_RC_SEND_ONLY_IMM || op == MR_OP_RC_SEND_LAST_INV ||
+	    op == MR_OP_RC_SEND_ONLY_INV)
+		return MR_OPC_SEND;
+	if (op <= MR_OP_RC_WRITE_ONLY_IMM)
+		return MR_OPC_WRITE;
+	if (op == MR_OP_RC_READ_REQUEST)
+		return MR_OPC_READ_REQ;
+	if (op <= MR_OP_RC_READ_RESPONSE_ONLY)
+		return MR_OPC_READ_RESP;
+	if (op == MR_OP_RC_ACK)
+		return MR_OPC_ACK;
+	if (op == MR_OP_RC_ATOMIC_ACK)
+		return MR_OPC_ATOMIC_ACK;
+	return MR_OPC_ATOMIC;
+}
+
+/* First or only packet of a request message: one per message (mlx5 rx_*_requests). */
+static bool rc_op_starts_request(uint8_t op)
+{
+	op = mr_opcode_is_metaroce(op) ? mr_opcode_base(op) : op;
+	switch (op) {
+	case MR_OP_RC_SEND_FIRST: case MR_OP_RC_SEND_ONLY: case MR_OP_RC_SEND_ONLY_IMM:
+	case MR_OP_RC_SEND_ONLY_INV: case MR_OP_RC_WRITE_FIRST: case MR_OP_RC_WRITE_ONLY:
+	case MR_OP_RC_WRITE_ONLY_IMM: case MR_OP_RC_READ_REQUEST: case MR_OP_RC_CMP_SWAP:
+	case MR_OP_RC_FETCH_ADD:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void rc_count_rx(struct mr_qp *qp, uint8_t op)
+{
+	enum mr_op_class c = rc_op_class(op);
+
+	qp->stats.rx_op[c]++;
+	if (rc_op_starts_request(op))
+		qp->stats.rx_requests[c]++;
+}
+
 void mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
 {
 	struct mr_qp *qp;
@@ -167,6 +213,7 @@ void mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
 	op = pkt->hdr.opcode;
 	if (op == MR_OP_CNP) { /* A17.9.3: congestion notification for our requests */
 		qp->stats.rx_pkts++;
+		rc_count_rx(qp, op);
 		qp_cc_on_cnp(qp, now);
 		return;
 	}
@@ -182,6 +229,7 @@ void mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
 		}
 		qp->stats.rx_pkts++;
 		qp->stats.rx_bytes += pkt->paylen;
+		rc_count_rx(qp, op);
 		if (rc_is_request(b))
 			mrt_resp_rx(qp, pkt, now);
 		else
@@ -197,6 +245,7 @@ void mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
 	}
 	qp->stats.rx_pkts++;
 	qp->stats.rx_bytes += pkt->paylen;
+	rc_count_rx(qp, op);
 	if (rc_is_request(op))
 		rc_resp_rx(qp, pkt, now);
 	else
@@ -226,6 +275,7 @@ static int rc_serve(struct rc_link *list, bool resp, uint64_t now, struct mr_tx_
 			rc_list_add_tail(list, l);
 			qp->stats.tx_pkts++;
 			qp->stats.tx_bytes += out->paylen;
+			qp->stats.tx_op[rc_op_class(out->hdr.opcode)]++;
 			return 1;
 		}
 	}

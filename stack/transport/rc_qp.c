@@ -205,6 +205,8 @@ void rc_comp_complete_head(struct mr_qp *qp, enum mr_wc_status status)
 		};
 		rc_cq_push(qp->init.send_cq, &wc);
 	}
+	if (status == MR_WC_SUCCESS && rc_wc_opcode(w->wr.opcode) == MR_WC_SEND)
+		qp->stats.sends_completed++;
 	if (qp->req.cur == qp->sq_head) {
 		qp->req.cur++;
 		qp->req.off = 0;

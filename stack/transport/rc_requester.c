@@ -260,9 +260,11 @@ void rc_req_on_timer(struct mr_qp *qp, uint64_t now)
 			qp->stats.timeouts++;
 			/* IBA 9.7.6.1.3: retry_cnt timeouts, then a retry-exceeded error. */
 			if (qp->comp.retry_left == 0) {
+				qp->stats.retry_exceeded++;
 				rc_req_fail(qp, rc_sq_at(qp, qp->sq_head), MR_WC_RETRY_EXC_ERR);
 				return;
 			}
+			qp->stats.retry_seqs++;
 			qp->comp.retry_left--;
 			qp->comp.implied_retried = true;
 			rc_req_seek(qp, qp->comp.psn);

@@ -130,6 +130,8 @@ static void rc_resp_recv_done(struct mr_qp *qp, enum mr_wc_status st, enum mr_wc
 		wc.invalidated_rkey = pkt->hdr.ieth_rkey;
 	qp->rq_head++;
 	qp->resp.rwqe_bound = false;
+	if (st == MR_WC_SUCCESS)
+		qp->stats.recvs_completed++;
 	rc_cq_push(qp->init.recv_cq, &wc);
 }
 

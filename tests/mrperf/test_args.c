@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -23,6 +24,7 @@ static void test_defaults(void **state)
 	char err[256];
 
 	(void)state;
+	unsetenv("METAROCE_SOCK"); /* the default below is the one without it */
 	assert_int_equal(PARSE(&a, err, "write_bw"), 0);
 	assert_int_equal(a.test, MR_PT_WRITE_BW);
 	assert_null(a.server);
@@ -112,13 +114,60 @@ static void bad(int argc, const char *const argv[], const char *needle)
 
 #define BAD(needle, ...) bad(ARGC(__VA_ARGS__), ARGV(__VA_ARGS__), needle)
 
+/* Issue 11, tried as a new user would: perftest's -i, per-test default iterations, K/M sizes,
+ * $METAROCE_SOCK as libmetaroce honours it. */
+static void test_perftest_habits(void **state)
+{
+	struct mr_perf_args a;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(PARSE(&a, err, "write_bw", "-d", "mlx5_0", "-i", "1", "--report_gbits"), 0);
+	assert_int_equal(PARSE(&a, err, "write_bw", "--ib-port=1"), 0);
+	/* -D for every test (perftest's duration mode) */
+	static const char *const every[] = { "write_bw", "write_lat", "send_bw", "send_lat",
+		"read_bw", "read_lat", "atomic_bw", "atomic_lat" };
+	for (size_t i = 0; i < sizeof(every) / sizeof(every[0]); i++) {
+		assert_int_equal(PARSE(&a, err, every[i], "-D", "2"), 0);
+		assert_int_equal(a.duration, 2);
+	}
+	assert_int_equal(PARSE(&a, err, "write_bw", "-s", "64K"), 0);
+	assert_int_equal(a.size, 65536);
+	assert_int_equal(PARSE(&a, err, "write_bw", "-s", "4k"), 0);
+	assert_int_equal(a.size, 4096);
+	assert_int_equal(PARSE(&a, err, "write_bw", "--size=1M"), 0);
+	assert_int_equal(a.size, 1048576);
+	/* perftest: DEF_ITERS_WB (5000) for write_bw only, DEF_ITERS (1000) for the rest */
+	assert_int_equal(PARSE(&a, err, "write_bw"), 0);
+	assert_int_equal(a.iters, 5000);
+	assert_int_equal(PARSE(&a, err, "send_bw"), 0);
+	assert_int_equal(a.iters, 1000);
+	assert_int_equal(PARSE(&a, err, "read_bw"), 0);
+	assert_int_equal(a.iters, 1000);
+	assert_int_equal(PARSE(&a, err, "atomic_bw"), 0);
+	assert_int_equal(a.iters, 1000);
+	setenv("METAROCE_SOCK", "/tmp/elsewhere.sock", 1);
+	assert_int_equal(PARSE(&a, err, "write_bw"), 0);
+	assert_string_equal(a.sock, "/tmp/elsewhere.sock");
+	assert_int_equal(PARSE(&a, err, "write_bw", "--sock", "/x.sock"), 0);
+	assert_string_equal(a.sock, "/x.sock");      /* the flag wins */
+	unsetenv("METAROCE_SOCK");
+	assert_int_equal(PARSE(&a, err, "write_bw"), 0);
+	assert_string_equal(a.sock, "/run/metaroce/metaroced.sock");
+}
+
 static void test_bad_values(void **state)
 {
 	(void)state;
 	BAD("-s", "write_bw", "-s", "0");
 	BAD("-s", "write_bw", "-s", "abc");
 	BAD("-s", "write_bw", "-s", "-5");
-	BAD("-s", "write_bw", "-s", "12k");
+	BAD("-s", "write_bw", "-s", "12x");
+	BAD("-s", "write_bw", "-s", "K");
+	BAD("-s", "write_bw", "-s", "2048M");      /* above 1 GiB */
+	BAD("-s", "write_bw", "-s", "0K");
+	BAD("-i", "write_bw", "-i", "2");          /* one port */
+	BAD("--ib-port", "write_bw", "--ib-port=0");
 	BAD("--size", "write_bw", "--size=99999999999");
 	BAD("-s", "write_bw", "-s", "");
 	BAD("-n", "write_bw", "-n", "2");
@@ -140,8 +189,6 @@ static void test_bad_values(void **state)
 	BAD("-n/--iters", "write_bw", "-D", "5", "-n", "100");
 	BAD("-s/--size", "atomic_bw", "-s", "16");
 	BAD("-a/--all", "atomic_lat", "-a");
-	BAD("-D/--duration", "send_bw", "-D", "3");
-	BAD("-D/--duration", "write_lat", "-D", "3");
 	BAD("frob_bw", "frob_bw");
 	BAD("unexpected", "write_bw", "a", "b");
 	BAD("missing test", "-s", "64");
@@ -167,6 +214,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_all_flags),
 		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_perftest_habits),
 		cmocka_unit_test(test_names),
 	};
 

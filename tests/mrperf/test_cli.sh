@@ -33,4 +33,7 @@ expect 0 "report_gbits" --help
 # no daemon at this socket: a runtime error naming the socket
 expect 1 "$tmp/none.sock" write_bw --sock "$tmp/none.sock" -F -x 1 -d rxe0 --report_gbits
 expect 1 "cannot reach metaroced" send_lat 127.0.0.1 --sock "$tmp/none.sock"
+expect 1 "is metaroced running" write_bw --sock "$tmp/none.sock"
+expect 2 "metaroced has one port" write_bw -i 2
+expect 1 "is metaroced running" write_bw -d mlx5_0 -i 1 -s 64K --report_gbits --sock "$tmp/none.sock"
 exit $fail

@@ -215,6 +215,91 @@ static void test_bw_compute(void **state)
 	assert_int_equal(mr_bw_compute(posted, completed, 10, 1000, 1, false, &r), -EINVAL);
 }
 
+/* perftest's print_report_bw scan, O(n^2 / cq_mod): the reference the fast peak must equal. */
+static double ref_best_ns(const uint64_t *p, const uint64_t *c, uint64_t n, unsigned m)
+{
+	double best = (double)(c[n - 1] - p[0]) / (double)n;
+
+	for (uint64_t i = 0; i < n; i++) {
+		for (uint64_t j = ((i + m) / m) * m - 1; j < n; j += m) {
+			double t = (double)(c[j] - p[i]) / (double)(j - i + 1);
+
+			if (t < best)
+				best = t;
+		}
+		if (n % m) {
+			double t = (double)(c[n - 1] - p[i]) / (double)(n - i);
+
+			if (t < best)
+				best = t;
+		}
+	}
+	return best;
+}
+
+static uint64_t lcg(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
+	return *s >> 33;
+}
+
+/* Random bursty timelines (posts in bursts, completions with jitter and stalls): the peak
+ * equals perftest's exhaustive scan for every CQ moderation. */
+static void test_bw_peak_matches_scan(void **state)
+{
+	static const unsigned mods[] = { 1, 2, 3, 7, 100 };
+	uint64_t seed = 42;
+
+	(void)state;
+	for (unsigned round = 0; round < 60; round++) {
+		uint64_t n = 1 + lcg(&seed) % 700, p[700], c[700], tp = 1000, tc = 0;
+
+		for (uint64_t i = 0; i < n; i++) {
+			tp += lcg(&seed) % 4 == 0 ? lcg(&seed) % 5000 : lcg(&seed) % 50;
+			p[i] = tp;
+			tc = (tc > tp ? tc : tp) + 1 + (lcg(&seed) % 9 == 0 ? lcg(&seed) % 20000 :
+							lcg(&seed) % 300);
+			c[i] = tc;
+		}
+		for (unsigned k = 0; k < sizeof(mods) / sizeof(mods[0]); k++) {
+			struct mr_pt_bw_report r;
+			double ref = ref_best_ns(p, c, n, mods[k]);
+			double want = (double)1000 / (ref / 1e9) / 1048576.0;
+
+			assert_int_equal(mr_bw_compute(p, c, n, 1000, mods[k], false, &r), 0);
+			if (fabs(r.bw_peak - want) > 1e-9 * want)
+				fail_msg("round %u n %llu cq_mod %u: peak %.9f, scan %.9f", round,
+					 (unsigned long long)n, mods[k], r.bw_peak, want);
+		}
+	}
+}
+
+/* -n 1000000 (perftest's scan: ~5e11 steps at cq_mod 1) completes; a steady 1 us per message
+ * with one 10-message burst at 0.25 us gives exactly that burst's rate as the peak. */
+static void test_bw_peak_million(void **state)
+{
+	const uint64_t n = 1000000;
+	uint64_t *p = malloc(n * sizeof(*p)), *c = malloc(n * sizeof(*c));
+	struct mr_pt_bw_report r;
+
+	(void)state;
+	assert_non_null(p);
+	assert_non_null(c);
+	for (uint64_t i = 0; i < n; i++) {
+		p[i] = i * 1000;
+		c[i] = p[i] + 1000;
+	}
+	for (uint64_t i = 500000; i < 500010; i++) /* 10 messages posted and done in 2.5 us */
+		c[i] = p[500000] + 250 * (i - 500000 + 1);
+	for (uint64_t i = 500000; i < 500010; i++)
+		p[i] = p[500000];
+	assert_int_equal(mr_bw_compute(p, c, n, 1000, 1, true, &r), 0);
+	/* best window: the burst, 250 ns per 1000-byte message = 32 Gb/s */
+	assert_true(fabs(r.bw_peak - 32.0) < 1e-6);
+	free(p);
+	free(c);
+}
+
 static void test_lat_compute(void **state)
 {
 	double s[100];
@@ -346,6 +431,8 @@ int main(void)
 		cmocka_unit_test(test_dest_lines),
 		cmocka_unit_test(test_bw_rows),
 		cmocka_unit_test(test_bw_compute),
+		cmocka_unit_test(test_bw_peak_matches_scan),
+		cmocka_unit_test(test_bw_peak_million),
 		cmocka_unit_test(test_lat_compute),
 		cmocka_unit_test(test_lat_row),
 		cmocka_unit_test(test_json),
