@@ -71,8 +71,9 @@ struct mr_daemon_config {
 };
 
 /* Default per-session WR budget (send + receive WRs of a session's QPs + its CQ entries):
- * the engine commits about 1 KiB per WR (transport WQE + shm ring entry), so 1 GiB. */
-#define MR_CFG_SESSION_WR (1u << 20)
+ * the engine commits about 1 KiB per WR (transport WQE + shm ring entry), so 256 MiB: enough
+ * for 16 QPs of 8192 + 8192 WRs, small enough that four such apps fit a small host. */
+#define MR_CFG_SESSION_WR (1u << 18)
 #define MR_CFG_SESSION_INLINE (64ull << 20) /* inline bytes (max_send_wr x max_inline_data) */
 
 struct mr_session_quotas {

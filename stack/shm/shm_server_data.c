@@ -231,6 +231,20 @@ static bool complete_error(struct mr_shm_session *s, struct mr_shm_cq *cq, uint6
 	return true;
 }
 
+/* The app published an impossible ring index: nothing more is read from this QP's rings, and
+ * the QP enters ERR so that the app learns of it (its outstanding WRs complete with
+ * WR_FLUSH_ERR and the state it queries is ERR, IBA 10.3.1) instead of a silent stall. */
+static void qp_break(struct mr_shm_session *s, struct mr_shm_qp *qp)
+{
+	const struct mr_shm_backend_ops *ops = s->srv->ops;
+	struct mrc_qp_attr a = { .qp_state = MR_QPS_ERR };
+
+	qp->broken = true;
+	s->srv->st.ring_corrupt++;
+	if (ops->modify_qp != NULL)
+		ops->modify_qp(s->srv->be, qp->be, &a, MRC_QP_STATE);
+}
+
 static int qp_drain_sq(struct mr_shm_session *s, struct mr_shm_qp *qp)
 {
 	const struct mr_shm_backend_ops *ops = s->srv->ops;
@@ -238,8 +252,7 @@ static int qp_drain_sq(struct mr_shm_session *s, struct mr_shm_qp *qp)
 	int n = 0;
 
 	if (ready > qp->sq_size) {
-		qp->broken = true;
-		s->srv->st.ring_corrupt++;
+		qp_break(s, qp);
 		return 0;
 	}
 	while (ready > 0 && n < WR_BUDGET) {
@@ -281,8 +294,7 @@ static int qp_drain_rq(struct mr_shm_session *s, struct mr_shm_qp *qp)
 	int n = 0;
 
 	if (ready > qp->rq_size) {
-		qp->broken = true;
-		s->srv->st.ring_corrupt++;
+		qp_break(s, qp);
 		return 0;
 	}
 	while (ready > 0 && n < WR_BUDGET) {

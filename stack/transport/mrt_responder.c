@@ -426,7 +426,7 @@ static bool mrt_resp_advance(struct mr_qp *qp)
 					wc.invalidated_rkey = 0;
 				qp->rq_head++;
 				qp->stats.recvs_completed++;
-				rc_cq_push(qp->init.recv_cq, &wc);
+				rc_cq_push(qp, qp->init.recv_cq, &wc);
 			}
 		}
 		*f = 0;

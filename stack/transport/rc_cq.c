@@ -52,11 +52,15 @@ int mr_cq_poll(struct mr_cq *cq, int n, struct mr_wc *wc)
 	return i;
 }
 
-/* A full CQ is a consumer error (IBA 11.4.2.1 "CQ overrun"): the entry is lost and counted. */
-void rc_cq_push(struct mr_cq *cq, const struct mr_wc *wc)
+/* A full CQ is a consumer error (IBA 11.4.2.1 "CQ overrun"): the entry is lost and counted,
+ * and the QP that produced it is marked so that it enters ERR once the packet or timer being
+ * handled is done (rc_check_overrun): the app learns of the loss from the QP state, as on rxe,
+ * whose responder and completer move a QP to ERR when rxe_cq_post() finds the CQ full. */
+void rc_cq_push(struct mr_qp *qp, struct mr_cq *cq, const struct mr_wc *wc)
 {
 	if (cq->count == cq->depth) {
 		cq->overflows++;
+		qp->cq_overrun = true;
 		return;
 	}
 	cq->wc[(cq->head + cq->count) % cq->depth] = *wc;

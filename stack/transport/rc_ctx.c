@@ -178,6 +178,16 @@ static void rc_count_rx(struct mr_qp *qp, uint8_t op)
 		qp->stats.rx_requests[c]++;
 }
 
+/* After a packet or timer of qp: a CQ overrun it caused moves it to ERR (rc_cq.c). */
+static void rc_check_overrun(struct mr_qp *qp)
+{
+	if (!qp->cq_overrun)
+		return;
+	qp->cq_overrun = false;
+	if (qp->state != MR_QPS_ERR && qp->state != MR_QPS_RESET)
+		rc_qp_to_err(qp);
+}
+
 void mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
 {
 	struct mr_qp *qp;
@@ -234,6 +244,7 @@ void mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
 			mrt_resp_rx(qp, pkt, now);
 		else
 			mrt_req_rx(qp, pkt, now);
+		rc_check_overrun(qp);
 		return;
 	}
 	if (qp->mrt != NULL || (pkt->paylen > 0 && pkt->payload == NULL) || pkt->paylen > 4096 ||
@@ -250,6 +261,7 @@ void mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
 		rc_resp_rx(qp, pkt, now);
 	else
 		rc_comp_rx(qp, pkt, now);
+	rc_check_overrun(qp);
 }
 
 /* Pop the first QP of a scheduling list and let it produce one packet; a QP that produced one
@@ -327,6 +339,7 @@ void mr_ctx_on_timer(struct mr_ctx *ctx, uint64_t now)
 			rc_resp_on_timer(qp, now);
 			rc_req_on_timer(qp, now);
 		}
+		rc_check_overrun(qp);
 		rc_timer_update(qp);
 	}
 }

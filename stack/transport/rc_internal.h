@@ -182,6 +182,7 @@ struct mr_qp {
 	struct mr_qp_init_attr init;
 	struct mr_qp_attr attr;
 	enum mr_qp_state state;
+	bool cq_overrun;     /* a completion of this QP found its CQ full (rc_cq.c) */
 	struct mr_qp_stats stats;
 
 	struct rc_link resp_link, req_link, timer_link;
@@ -258,7 +259,7 @@ uint32_t rc_srq_qp_ring(const struct mr_srq *s);
 void rc_srq_destroy_all(struct mr_ctx *ctx);
 
 /* ---- rc_cq.c ---- */
-void rc_cq_push(struct mr_cq *cq, const struct mr_wc *wc);
+void rc_cq_push(struct mr_qp *qp, struct mr_cq *cq, const struct mr_wc *wc);
 
 /* ---- rc_qp.c ---- */
 static inline struct rc_swqe *rc_sq_at(const struct mr_qp *qp, uint32_t idx)

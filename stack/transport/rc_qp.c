@@ -203,7 +203,7 @@ void rc_comp_complete_head(struct mr_qp *qp, enum mr_wc_status status)
 			.byte_len = status == MR_WC_SUCCESS ? w->len : 0,
 			.qp_num = qp->qpn,
 		};
-		rc_cq_push(qp->init.send_cq, &wc);
+		rc_cq_push(qp, qp->init.send_cq, &wc);
 	}
 	if (status == MR_WC_SUCCESS && rc_wc_opcode(w->wr.opcode) == MR_WC_SEND)
 		qp->stats.sends_completed++;
@@ -226,7 +226,7 @@ static void rc_flush_recv(struct mr_qp *qp, const struct rc_rwqe *r, enum mr_wc_
 		.qp_num = qp->qpn,
 	};
 
-	rc_cq_push(qp->init.recv_cq, &wc);
+	rc_cq_push(qp, qp->init.recv_cq, &wc);
 }
 
 void rc_qp_to_err(struct mr_qp *qp)

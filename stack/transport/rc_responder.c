@@ -132,7 +132,7 @@ static void rc_resp_recv_done(struct mr_qp *qp, enum mr_wc_status st, enum mr_wc
 	qp->resp.rwqe_bound = false;
 	if (st == MR_WC_SUCCESS)
 		qp->stats.recvs_completed++;
-	rc_cq_push(qp->init.recv_cq, &wc);
+	rc_cq_push(qp, qp->init.recv_cq, &wc);
 }
 
 /* RNR NAK (IBA 9.7.5.2.8): no receive WQE; ePSN stays, the requester resends this PSN after

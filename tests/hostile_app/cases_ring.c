@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hostile.h"
 
@@ -120,9 +121,21 @@ void case_ring_rq_jump(void)
 			      memory_order_release);
 	n = hpoll_quiet(b.cq, wc, 8, 500);
 	HCHECK(n == 0, "rq jump: %d completion(s) from a corrupt RQ", n);
-	/* The SQ of the same QP is not the RQ: a WRITE towards b still lands (no RQE needed). */
-	write_ok(&a, &b, 2, "rq jump (peer WRITE after)");
-	hok("rq prod jump: no receive taken from the corrupt ring");
+	/* The app is told: its QP enters ERR (shm_server_data.c qp_break; the errors_reported
+	 * group checks the same for the SQ), so a peer's WRITE no longer lands in it. */
+	{
+		struct mrc_qp_attr qa;
+		int st = -1;
+
+		for (int i = 0; i < 200 && st != MR_QPS_ERR; i++) {
+			if (mrc_query_qp(b.qp, &qa) == 0)
+				st = (int)qa.qp_state;
+			if (st != MR_QPS_ERR)
+				usleep(10000);
+		}
+		HCHECK(st == MR_QPS_ERR, "rq jump: QP state %d, not ERR, after a corrupt RQ", st);
+	}
+	hok("rq prod jump: no receive taken from the corrupt ring, the QP is in ERR");
 	hcheck_daemons("rq prod jump");
 	hside_close(&a);
 	hside_close(&b);
