@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "metaroce/metaroce.h"
+#include "mrc_policy.h"
 #include "shm/shm_server.h"
 #include "transport/rc.h"
 
@@ -32,6 +33,10 @@ struct mr_backend_conf {
 	 * and the base RTT estimate in ns (0: MR_BACKEND_DEFAULT_BASE_RTT_NS). */
 	uint64_t line_rate_bps;
 	uint64_t base_rtt_ns;
+	/* MetaRoCE for QPs whose app leaves MRC_QP_TRANSPORT out of INIT->RTR: toward a GID the
+	 * policy matches they run MetaRoCE with its entropies and CC (mrc_policy.h); an app that
+	 * states a transport, either one, always gets what it asked for. Zeroed: never. */
+	struct mr_mrc_policy mrc_policy;
 	/* Called when a QP gets a path, so that the engine resolves the peer's MAC before the first
 	 * packet; may be NULL. */
 	void (*on_path)(void *arg, const uint8_t dgid[16]);
@@ -74,6 +79,8 @@ int mr_backend_make_path(const struct mr_backend *be, const struct mrc_path *app
 
 /* Sum of every QP's counters, destroyed ones included. Returns the number of live QPs. */
 unsigned int mr_backend_qp_stats_sum(const struct mr_backend *be, struct mr_qp_stats *sum);
+/* QPs the [metaroce] peers policy made MetaRoCE (destroyed ones included). */
+uint64_t mr_backend_policy_upgrades(const struct mr_backend *be);
 /* QPs created since the backend was (destroyed ones included). */
 uint64_t mr_backend_qps_created(const struct mr_backend *be);
 /* Call fn for every live QP (stats dumps, `rdma stat qp` style). Returns the number visited. */
