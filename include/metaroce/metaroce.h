@@ -234,6 +234,9 @@ MRC_API int mrc_modify_qp(struct mrc_qp *qp, const struct mrc_qp_attr *attr, uin
 MRC_API int mrc_query_qp(struct mrc_qp *qp, struct mrc_qp_attr *attr);
 MRC_API int mrc_destroy_qp(struct mrc_qp *qp);
 MRC_API uint32_t mrc_qp_num(const struct mrc_qp *qp);
+/* The capabilities the daemon granted at creation (queue sizes rounded up, SGE and inline
+ * limits); send_cq/recv_cq/qp_type/sq_sig_all as created. */
+MRC_API int mrc_qp_caps(const struct mrc_qp *qp, struct mrc_qp_init_attr *caps);
 
 /* Hot path: queue one work request in shared memory. SGE addresses are virtual addresses of
  * this process inside registered MRs. With MR_SEND_INLINE the data is copied now (sg_list may
