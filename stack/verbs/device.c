@@ -209,16 +209,21 @@ MV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->vctx.query_device_ex = mv_query_device_ex;
 	c->vctx.create_cq_ex = mv_create_cq_ex;
 	c->vctx.create_qp_ex = mv_create_qp_ex;
-	/* MetaRoCE for unmodified applications: the user states that the peer is metaroce too
-	 * (a stock peer must only ever see plain RoCE v2 RC, docs/metaroce-wire.md). */
+	/* Transport selection: by default the daemon's policy decides ([metaroce] peers in
+	 * metaroced.conf upgrades QPs toward listed metaroce hosts). $METAROCE_TRANSPORT
+	 * overrides it for this process: "metaroce" (the user states the peer is metaroce too;
+	 * a stock peer must only ever see plain RoCE v2 RC, docs/metaroce-wire.md) or "rc". */
 	t = getenv("METAROCE_TRANSPORT");
-	if (t != NULL && strcmp(t, "metaroce") == 0) {
+	if (t != NULL && (strcmp(t, "metaroce") == 0 || strcmp(t, "rc") == 0)) {
 		const char *n = getenv("METAROCE_ENTROPIES");
 
-		c->metaroce = true;
+		c->transport_set = true;
+		c->metaroce = strcmp(t, "metaroce") == 0;
 		c->n_entropies = n != NULL && atoi(n) >= 1 && atoi(n) <= MRC_MAX_ENTROPIES ?
 			(uint16_t)atoi(n) : 16;
-		c->cc = MRC_CC_METAROCE;
+		c->cc = c->metaroce ? MRC_CC_METAROCE : MRC_CC_NONE;
+	} else if (t != NULL && t[0] != '\0') {
+		mv_warn("METAROCE_TRANSPORT=%s ignored (metaroce or rc)", t);
 	}
 	if (c->vctx.context.async_fd < 0) {
 		rc = errno;

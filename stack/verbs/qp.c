@@ -262,11 +262,11 @@ MV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 		mm |= MRC_QP_DEST_QPN;
 		m.dest_qp_num = attr->dest_qp_num & 0xffffff;
 	}
-	/* MetaRoCE only when the user said the peer speaks it ($METAROCE_TRANSPORT). */
-	if (q->ctx->metaroce && (um & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RTR &&
+	/* Without $METAROCE_TRANSPORT the mask carries no transport: the daemon's policy picks. */
+	if (q->ctx->transport_set && (um & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RTR &&
 	    qp->state == IBV_QPS_INIT) {
 		mm |= MRC_QP_TRANSPORT;
-		m.transport = MRC_TRANSPORT_METAROCE;
+		m.transport = q->ctx->metaroce ? MRC_TRANSPORT_METAROCE : MRC_TRANSPORT_RC;
 		m.n_entropies = q->ctx->n_entropies;
 		m.cc = q->ctx->cc;
 	}

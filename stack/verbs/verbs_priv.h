@@ -39,7 +39,8 @@ struct mv_context {
 	struct mv_device *dev;
 	struct mrc_session *s;
 	struct mrc_port_attr port;     /* refreshed by query_port */
-	bool metaroce;                 /* $METAROCE_TRANSPORT=metaroce: MRC_QP_TRANSPORT at RTR */
+	bool transport_set;            /* $METAROCE_TRANSPORT: MRC_QP_TRANSPORT at RTR */
+	bool metaroce;                 /* ... = metaroce (else plain RC) */
 	uint16_t n_entropies;
 	uint8_t cc;
 };
