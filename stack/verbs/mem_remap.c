@@ -42,6 +42,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -63,23 +64,44 @@ static ino_t g_ino;
 static struct seg *g_seg;   /* sorted by start, disjoint */
 static size_t g_nseg, g_capseg;
 
-/* ---- fork: the child gets private copies ---- */
-static int privatize(uintptr_t start, uintptr_t end, int prot)
+/* Whole-page copies between application memory and the memfd go through the kernel with raw
+ * system calls: they deliberately cover bytes around the MR (other heap chunks, allocator
+ * redzones) that a sanitizer's pread/pwrite/memcpy interceptors would call out of bounds. */
+static int copy_file(bool to_file, int fd, void *mem, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		long n = syscall(to_file ? SYS_pwrite64 : SYS_pread64, fd, (uint8_t *)mem + done,
+				 len - done, (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/* ---- back to private memory (last deregistration, fork child) ---- */
+static int privatize(int fd, uintptr_t start, uintptr_t end, int prot)
 {
 	size_t len = end - start;
 	void *tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int rc;
 
 	if (tmp == MAP_FAILED)
 		return -errno;
-	memcpy(tmp, (void *)start, len);
-	if (mprotect(tmp, len, prot) < 0 ||
-	    mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)start) == MAP_FAILED) {
-		int e = errno;
-
+	/* The pages' contents are the memfd's at offset = address. */
+	rc = copy_file(false, fd, tmp, len, start);
+	if (rc == 0 && (mprotect(tmp, len, prot) < 0 ||
+			mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)start) ==
+				MAP_FAILED))
+		rc = -errno;
+	if (rc != 0)
 		munmap(tmp, len);
-		return -e;
-	}
-	return 0;
+	return rc;
 }
 
 static void atfork_prepare(void)
@@ -97,7 +119,7 @@ static void atfork_child(void)
 	size_t i;
 
 	for (i = 0; i < g_nseg; i++)
-		privatize(g_seg[i].start, g_seg[i].end, g_seg[i].prot);
+		privatize(g_fd, g_seg[i].start, g_seg[i].end, g_seg[i].prot);
 	/* The child's pages are its own now; it starts with an empty table (its MRs, if any,
 	 * would be new registrations through a new session). */
 	g_nseg = 0;
@@ -254,18 +276,12 @@ struct remap_arg {
 static int remap_vma(const struct vma *v, void *argp)
 {
 	struct remap_arg *a = argp;
-	size_t len = v->end - v->start, done = 0;
+	size_t len = v->end - v->start;
+	int rc = copy_file(true, a->fd, (void *)v->start, len, v->start);
 
-	while (done < len) {
-		ssize_t n = pwrite(a->fd, (const void *)(v->start + done), len - done,
-				   (off_t)(v->start + done));
-
-		if (n <= 0) {
-			snprintf(a->err, a->errlen, "copy into the shared memfd: %s",
-				 n < 0 ? strerror(errno) : "short write");
-			return n < 0 ? -errno : -EIO;
-		}
-		done += (size_t)n;
+	if (rc < 0) {
+		snprintf(a->err, a->errlen, "copy into the shared memfd: %s", strerror(-rc));
+		return rc;
 	}
 	if (mmap((void *)v->start, len, v->prot, MAP_SHARED | MAP_FIXED, a->fd,
 		 (off_t)v->start) == MAP_FAILED) {
@@ -284,11 +300,12 @@ static int remap_vma(const struct vma *v, void *argp)
 
 static int restore_vma(const struct vma *v, void *argp)
 {
-	(void)argp;
+	int fd = *(const int *)argp;
+
 	/* Only pages still mapped from the arena at their own address: the application may
 	 * have unmapped (free()) or replaced them since; those are left alone. */
 	if (v->prot >= 0 && v->ours && v->offset == v->start)
-		privatize(v->start, v->end, v->prot);
+		privatize(fd, v->start, v->end, v->prot);
 	return 0;
 }
 
@@ -401,7 +418,7 @@ int mv_remap_get(uintptr_t start, uintptr_t end, int *fdp, char *err, size_t err
 			if (rc != 0) {
 				/* Pages of this gap remapped so far stay shared with their data
 				 * intact; undo them so that the table stays exact. */
-				vma_walk(at, gap_end, restore_vma, NULL);
+				vma_walk(at, gap_end, restore_vma, &fd);
 				break;
 			}
 			s.start = at;
@@ -440,7 +457,7 @@ void mv_remap_put(uintptr_t start, uintptr_t end)
 		if (s->refs > 0)
 			s->refs--;
 		if (s->refs == 0) {
-			vma_walk(s->start, s->end, restore_vma, NULL);
+			vma_walk(s->start, s->end, restore_vma, &g_fd);
 			if (g_fd >= 0)
 				fallocate(g_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 					  (off_t)s->start, (off_t)(s->end - s->start));
