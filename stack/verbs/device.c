@@ -203,6 +203,7 @@ MV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->vctx.context.ops = mv_ops;
 	c->vctx.context.num_comp_vectors = 1;
 	pthread_mutex_init(&c->vctx.context.mutex, NULL);
+	pthread_mutex_init(&c->mr_lock, NULL);
 	c->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 	c->vctx.sz = sizeof(c->vctx);
 	c->vctx.query_port = mv_query_port;
@@ -242,8 +243,11 @@ MV_EXPORT int ibv_close_device(struct ibv_context *context)
 	if (context == NULL)
 		return EINVAL;
 	c = mv_ctx(context);
-	/* The daemon reclaims every object the application left open. */
+	/* The daemon reclaims every object the application left open; MRs left registered give
+	 * their pages back to the process (mv_mrs_release). */
 	mrc_close(c->s);
+	mv_mrs_release(c);
+	pthread_mutex_destroy(&c->mr_lock);
 	close(context->async_fd);
 	pthread_mutex_destroy(&context->mutex);
 	free(c);

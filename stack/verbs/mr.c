@@ -121,6 +121,12 @@ static struct ibv_mr *reg(struct ibv_pd *ibpd, void *addr, size_t len, uint64_t 
 	mr->mr.lkey = mrc_mr_lkey(mr->m);
 	mr->mr.rkey = mrc_mr_rkey(mr->m);
 	mr->mr.handle = mr->mr.lkey;
+	pthread_mutex_lock(&c->mr_lock);
+	mr->next = c->mrs;
+	if (c->mrs != NULL)
+		c->mrs->prev = mr;
+	c->mrs = mr;
+	pthread_mutex_unlock(&c->mr_lock);
 	return &mr->mr;
 fail:
 	rc = errno;
@@ -155,12 +161,14 @@ MV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t 
 MV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 {
 	struct mv_mr *mr = (struct mv_mr *)ibmr;
+	struct mv_context *c;
 	struct mrc_session *s;
 	int rc;
 
 	if (mr == NULL)
 		return EINVAL;
-	s = mv_ctx(ibmr->context)->s;
+	c = mv_ctx(ibmr->context);
+	s = c->s;
 	/* The daemon refuses while work in flight uses the MR; the pages stay shared until it
 	 * has let go of them. */
 	rc = mrc_dereg_mr(mr->m);
@@ -171,8 +179,29 @@ MV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 		mv_log("ibv_dereg_mr: unmap window: %s", mrc_last_error(s));
 	else
 		mv_remap_put(mr->pg_start, mr->pg_end);
+	pthread_mutex_lock(&c->mr_lock);
+	if (mr->prev != NULL)
+		mr->prev->next = mr->next;
+	else
+		c->mrs = mr->next;
+	if (mr->next != NULL)
+		mr->next->prev = mr->prev;
+	pthread_mutex_unlock(&c->mr_lock);
 	free(mr);
 	return 0;
+}
+
+void mv_mrs_release(struct mv_context *c)
+{
+	/* The session is closed: the daemon reclaims its QPs and mappings. The pages go private
+	 * now; a late engine write can only land in the memfd, never in the process's memory. */
+	while (c->mrs != NULL) {
+		struct mv_mr *mr = c->mrs;
+
+		c->mrs = mr->next;
+		mv_remap_put(mr->pg_start, mr->pg_end);
+		free(mr);
+	}
 }
 
 MV_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,

@@ -43,6 +43,9 @@ struct mv_context {
 	bool metaroce;                 /* ... = metaroce (else plain RC) */
 	uint16_t n_entropies;
 	uint8_t cc;
+	/* Live MRs: ibv_close_device() with MRs left gives their pages back to the process. */
+	pthread_mutex_t mr_lock;
+	struct mv_mr *mrs;
 };
 
 struct mv_pd {
@@ -55,6 +58,7 @@ struct mv_mr {
 	struct mrc_mr *m;
 	struct mrc_buf *view;          /* daemon window over the remapped pages */
 	uintptr_t pg_start, pg_end;    /* page range pinned in the remap table */
+	struct mv_mr *prev, *next;     /* mv_context.mrs */
 };
 
 struct mv_cq {
@@ -116,6 +120,9 @@ int mv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr *
 int mv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 void mv_qp_ex_init(struct mv_qp *q);
 void mv_qp_ex_fini(struct mv_qp *q);
+
+/* mr.c */
+void mv_mrs_release(struct mv_context *c);
 
 /* mem_remap.c: see the comment there */
 int mv_remap_get(uintptr_t start, uintptr_t end, int *fd, char *err, size_t errlen);

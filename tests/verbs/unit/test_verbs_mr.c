@@ -780,6 +780,28 @@ static void test_rejects(void **state)
 	pair_down(&p);
 }
 
+/* An application that closes the device with MRs still registered gets its pages back as
+ * private memory with their contents. */
+static void test_close_with_mrs(void **state)
+{
+	struct ibv_context *c = open_dev();
+	struct ibv_pd *pd = ibv_alloc_pd(c);
+	uint8_t *buf = malloc(20000), ref[20000];
+
+	(void)state;
+	assert_non_null(pd);
+	assert_non_null(buf);
+	fill(buf, sizeof(ref), 21);
+	memcpy(ref, buf, sizeof(ref));
+	assert_non_null(ibv_reg_mr(pd, buf, 20000, ACC));
+	assert_non_null(ibv_reg_mr(pd, buf + 100, 50, ACC));
+	assert_true(shared_with_daemon(buf, 20000));
+	assert_int_equal(ibv_close_device(c), 0);
+	assert_false(shared_with_daemon(buf, 20000));
+	assert_memory_equal(buf, ref, sizeof(ref));
+	free(buf);
+}
+
 static void stop_loopd(void)
 {
 	if (g_loopd > 0) {
@@ -800,6 +822,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_fork),
 		cmocka_unit_test(test_wr_api_inline_and_events),
 		cmocka_unit_test(test_rejects),
+		cmocka_unit_test(test_close_with_mrs),
 	};
 	char dir[] = "/tmp/mr-verbs-XXXXXX";
 	struct stat st;

@@ -15,6 +15,6 @@ itl_netns_up 1500
 itl_daemon_conf a 1500
 itl_daemon_start a
 "$bin" --sock "$ITL_WORK/a.sock" > "$ITL_WORK/test.log" 2>&1 || itl_fail "test_verbs_mr failed"
-grep -q "PASSED.*8 test" "$ITL_WORK/test.log" || itl_fail "not all tests ran: $(tail -3 "$ITL_WORK/test.log")"
+grep -q "PASSED.*9 test" "$ITL_WORK/test.log" || itl_fail "not all tests ran: $(tail -3 "$ITL_WORK/test.log")"
 itl_ok "$(grep PASSED "$ITL_WORK/test.log")"
 itl_daemon_stop a
