@@ -17,6 +17,11 @@
 #                library (the application is not changed and passes no MetaRoCE option);
 #         mrperf: mrperf without --metaroce (an mrc_* app that names no transport): the same
 #                daemon policy, without the verbs library.
+# Both phases run perftest's -u 16 (local ACK timeout 4.096 us * 2^16 = 268 ms, IBA 9.7.6.1.3)
+# instead of its default 14 (67 ms): on this shared 2-core host the daemons are descheduled for
+# hundreds of ms, and 8 such stalls in a row end a plain RC QP in RETRY_EXC_ERR at 1% loss
+# (seen: ib_send_bw, 46 timeouts in 18 s), which would leave no baseline to compare against.
+# It is a stock option, the same on both phases and both ends (MR_POLICY_ACK_TIMEOUT=N).
 # Exit 0 pass, 1 fail, 77 skip (not root, no netns, stock tools not installed).
 # Usage: test_mrc_policy.sh BUILD_DIR [stock|mrperf]   (ITL_KEEP=1 keeps the logs;
 #        MR_POLICY_ITERS=N messages of 64 KiB per run, default 400; MR_POLICY_MIN_RATIO=R)
@@ -29,6 +34,7 @@ run="$ITL_BUILD/apps/metaroce-run/metaroce-run"
 mrpcap="$ITL_BUILD/apps/mrpcap/mrpcap"
 iters=${MR_POLICY_ITERS:-400}
 min_ratio=${MR_POLICY_MIN_RATIO:-2}
+ack_timeout=${MR_POLICY_ACK_TIMEOUT:-16}
 case "$tools" in
 stock)
 	for t in ib_write_bw ib_send_bw ib_read_bw; do
@@ -64,14 +70,15 @@ bw() {
 	local ph=$1 t=$2 name="$1-$2" ps pc rcs rcc cmd fig
 	port=$((port + 1))
 	if [ "$tools" = stock ]; then
-		cmd=("/usr/bin/ib_$t" -d metaroce0 -x 1 -F --report_gbits -s 65536 -n "$iters" -p "$port")
+		cmd=("/usr/bin/ib_$t" -d metaroce0 -x 1 -F --report_gbits -s 65536 -n "$iters" -p "$port"
+			-u "$ack_timeout")
 		itl_bg "$name-srv" timeout 150 "$run" --sock "$ITL_WORK/b.sock" "${cmd[@]}"
 		ps=$ITL_BG_PID
 		# perftest's client gives up at once if the server is not listening yet.
 		itl_wait_for 20 listening "$port" || itl_fail "$name: server never listened on $port"
 		itl_bg "$name-cli" timeout 150 "$run" --sock "$ITL_WORK/a.sock" "${cmd[@]}" 127.0.0.1
 	else
-		cmd=("$ITL_MRPERF" "$t" -s 65536 -n "$iters" --report_gbits -p "$port")
+		cmd=("$ITL_MRPERF" "$t" -s 65536 -n "$iters" --report_gbits -p "$port" -u "$ack_timeout")
 		itl_bg "$name-srv" timeout 150 "${cmd[@]}" --sock "$ITL_WORK/b.sock"
 		ps=$ITL_BG_PID
 		itl_wait_for 20 listening "$port" || itl_fail "$name: server never listened on $port"
