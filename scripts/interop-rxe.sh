@@ -47,6 +47,10 @@
 #                     (default variants: ci)
 #   --variants LIST   comma list of the variants above, 'ci' (a subset: one tool each, both
 #                     roles, IB MTU 1024), 'all-variants' or 'none' (default none; ci with --stock)
+#   --ack-timeout N   perftest -u N on both ends of every perftest cell (local ACK timeout
+#                     4.096 us * 2^N; default: perftest's own 14 = 67 ms). For loaded hosts,
+#                     where a starved TCG guest or daemon stalls 8 x 67 ms and the requester ends
+#                     in RETRY_EXC_ERR (status 12) without any loss
 #   --full            with --stock: sizes one,many, every variant on every tool that has it, at
 #                     both IB MTUs (long under TCG; see docs/interop-rxe.md for timings)
 #   --tag TAG         netns suffix (default ix$$)
@@ -72,6 +76,7 @@ baseline=0
 stock=0
 full=0
 variants=
+ack_timeout=
 tag="ix$$"
 logs=
 while [ $# -gt 0 ]; do
@@ -92,9 +97,10 @@ while [ $# -gt 0 ]; do
 	--stock) stock=1 ;;
 	--full) full=1 ;;
 	--variants) variants=$2; shift ;;
+	--ack-timeout) ack_timeout=$2; shift ;;
 	--tag) tag=$2; shift ;;
 	--logs) logs=$2; shift ;;
-	-h|--help) sed -n '2,54p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,58p' "$0"; exit 0 ;;
 	*) echo "interop-rxe: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 	shift
@@ -137,7 +143,7 @@ PEER=$([ -z "$metaroce" ] && echo 2 || echo 1)
 PEER_IP=$(mr_rxe_guest_ip "$PEER")
 # device, RoCE v2 GID index (GIDX: 1 = ::ffff:IPv4 on both rxe and metaroce; each side's own
 # index of its IPv6 GID in ipv6 cells), no CPU-freq warning
-RXE_FLAGS="-d rxe0 -x GIDX -F"
+RXE_FLAGS="-d rxe0 -x GIDX -F${ack_timeout:+ -u $ack_timeout}"
 DUT_GIDX=1 PEER_GIDX=1
 MR_RXE_ADDR6_MR=2001:2::1       # metaroced's IPv6 address in ipv6 cells (GID index 0)
 MR_RXE_PREFIX6=2001:2::         # guest G: 2001:2::(10+G)
