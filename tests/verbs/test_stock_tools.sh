@@ -28,6 +28,7 @@ run="$ITL_BUILD/apps/metaroce-run/metaroce-run"
 iters=${MR_STOCK_ITERS:-200}
 
 listening() { ss -ltnH "sport = :$1" 2>/dev/null | grep -q .; }
+listening_or_gone() { listening "$1" || ! kill -0 "$2" 2>/dev/null; }
 unsupported() { grep -h -m 1 -i -E "operation not supported|function not implemented|couldn't create srq|failed to create srq" "$@"; }
 port=$((20000 + $$ % 20000))
 passed=0 failed=0 unsup=0 failed_ids= unsup_ids=
@@ -43,7 +44,8 @@ cell() {
 	t0=$(date +%s%N)
 	itl_bg "$id-srv" timeout 120 "$run" --sock "$ITL_WORK/b.sock" "$@" -p "$port"
 	ps=$ITL_BG_PID
-	if itl_wait_for 20 listening "$port"; then
+	# Until the server listens, or has exited (a verb it needs is unsupported).
+	if itl_wait_for 20 listening_or_gone "$port" "$ps" && listening "$port"; then
 		itl_bg "$id-cli" timeout 120 "$run" --sock "$ITL_WORK/a.sock" "$@" -p "$port" 127.0.0.1
 		pc=$ITL_BG_PID
 		itl_wait_pid "$pc" 130; rcc=$?
@@ -58,7 +60,7 @@ cell() {
 	local st=PASS detail
 	if [ "$rcc" != 0 ] || [ "$rcs" != 0 ]; then
 		st=FAIL detail="exit server=$rcs client=$rcc"
-		why=$(unsupported "$ITL_WORK/$id-srv.log" "$ITL_WORK/$id-cli.log" 2>/dev/null) &&
+		why=$(cat "$ITL_WORK/$id-srv.log" "$ITL_WORK/$id-cli.log" 2>/dev/null | unsupported) &&
 			st=UNSUP detail="$(echo "$why" | sed 's/^ *//')"
 	else
 		case "$kind" in
