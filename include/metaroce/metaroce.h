@@ -225,6 +225,8 @@ MRC_API int mrc_poll_cq(struct mrc_cq *cq, int n, struct mr_wc *wc);
  * wait on the fd with poll()/epoll, then mrc_cq_ack_events(). One arm = at most one event. */
 MRC_API int mrc_cq_event_fd(const struct mrc_cq *cq);
 MRC_API int mrc_req_notify_cq(struct mrc_cq *cq, bool solicited_only);
+/* Completions waiting in the CQ ring (not yet polled), or a negative errno. */
+MRC_API int mrc_cq_ready(const struct mrc_cq *cq);
 /* Clears the eventfd; returns the number of events it had counted (0 if none). */
 MRC_API int mrc_cq_ack_events(struct mrc_cq *cq);
 

@@ -166,12 +166,15 @@ MV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, 
 			return -1;
 		}
 		c = ev.data.ptr;
-		if (mrc_cq_ack_events(c->m) > 0) {
-			*cq = ibv_cq_ex_to_cq(&c->cq);
-			*cq_context = c->cq.cq_context;
-			return 0;
-		}
-		/* Raced with another reader: wait again. */
+		if (mrc_cq_ack_events(c->m) <= 0)
+			continue;   /* raced with another reader: wait again */
+		/* An event may find the CQ empty: the daemon saw the arm after publishing an entry
+		 * the application polled right after arming. Delivered anyway, as the kernel
+		 * does (verbs applications poll after waking and re-arm). */
+		mv_log("cq event %p (%d ready)", (void *)c, mrc_cq_ready(c->m));
+		*cq = ibv_cq_ex_to_cq(&c->cq);
+		*cq_context = c->cq.cq_context;
+		return 0;
 	}
 }
 
@@ -233,6 +236,7 @@ int mv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	struct mv_cq *cq = (struct mv_cq *)ibcq;
 	int rc = mrc_req_notify_cq(cq->m, solicited_only != 0);
 
+	mv_log("cq arm %p (%d ready)", (void *)cq, mrc_cq_ready(cq->m));
 	return rc < 0 ? -rc : 0;
 }
 
