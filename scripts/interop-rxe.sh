@@ -168,6 +168,9 @@ else
 	mrperf="$metaroce/apps/mrperf/mrperf"
 	mrpingpong="$metaroce/apps/mrpingpong/mrpingpong"
 	launcher="$metaroce/apps/metaroce-run/metaroce-run"
+	# Never the verbs library under metaroced or the rig's own tools (meson test may have put
+	# its directory on LD_LIBRARY_PATH): only metaroce-run adds it, for the DUT's tool.
+	[ -x "$launcher" ] && mr_strip_verbs_dir "$("$launcher" --print-dir)"
 	if [ "$stock" = 1 ]; then
 		# Built by this tree: missing means broken, not "cannot run here".
 		for f in "$daemon" "$launcher"; do

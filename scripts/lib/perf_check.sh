@@ -65,3 +65,17 @@ mr_perf_check_sizes() { # FILE KIND MIN MAX ITERS IB_MTU
 		printf "%d sizes, %d..%d\n", n, lo, top
 	}' "$1"
 }
+
+# meson test puts the build directories of a test's shared-library dependencies on
+# LD_LIBRARY_PATH; when that is the metaroce verbs library's private directory (DIR), every
+# program started from the test loads the stand-in libibverbs/libmlx5 (metaroced's DPDK mlx5
+# plugin then fails: "version MLX5_1.14 not found"). Only metaroce-run may put DIR there.
+mr_strip_verbs_dir() { # DIR
+	local out= d
+	local IFS=:
+	for d in ${LD_LIBRARY_PATH:-}; do
+		[ -n "$d" ] && [ "$d" != "$1" ] && [ "$(readlink -f "$d")" != "$(readlink -f "$1")" ] &&
+			out=${out:+$out:}$d
+	done
+	if [ -n "$out" ]; then export LD_LIBRARY_PATH=$out; else unset LD_LIBRARY_PATH; fi
+}

@@ -24,6 +24,8 @@ done
 run="$ITL_BUILD/apps/metaroce-run/metaroce-run"
 attr_tool="$ITL_BUILD/tests/verbs/mr_port_attr"
 [ -x "$run" ] || itl_fail "launcher $run not built"
+. "$ITL_ROOT/scripts/lib/perf_check.sh"
+mr_strip_verbs_dir "$("$run" --print-dir)"
 [ -x "$attr_tool" ] || itl_fail "$attr_tool not built"
 
 # Without a daemon the launcher refuses, naming the socket.

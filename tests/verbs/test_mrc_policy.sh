@@ -46,6 +46,7 @@ mrperf) ;;
 esac
 [ -x "$mrpcap" ] || itl_fail "$mrpcap not built"
 . "$ITL_ROOT/scripts/lib/perf_check.sh"
+[ -x "$run" ] && mr_strip_verbs_dir "$("$run" --print-dir)"
 
 itl_netns_up 1500
 

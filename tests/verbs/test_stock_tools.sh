@@ -25,6 +25,7 @@ done
 run="$ITL_BUILD/apps/metaroce-run/metaroce-run"
 [ -x "$run" ] || itl_fail "launcher $run not built"
 . "$ITL_ROOT/scripts/lib/perf_check.sh"
+mr_strip_verbs_dir "$("$run" --print-dir)"
 iters=${MR_STOCK_ITERS:-200}
 
 listening() { ss -ltnH "sport = :$1" 2>/dev/null | grep -q .; }
