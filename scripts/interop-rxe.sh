@@ -539,7 +539,14 @@ ipv6_up() { # MTU: sets DUT_GIDX / PEER_GIDX; returns 1 if a side has no IPv6 GI
 		DUT_GIDX=$(guest_ipv6_gidx "$DUT_GUEST") || return 1
 	else
 		dut_setup "$1" ipv6 || return 1
-		DUT_GIDX=0
+		DUT_GIDX=0  # mrperf: the daemon's GID 0 is its configured IPv6 address
+		if [ "$stock" = 1 ]; then
+			# The library's table is rxe-like (0 link-local, 1 IPv4, then global IPv6):
+			# the DUT's index is wherever ibv_devinfo shows 2001:2::1.
+			DUT_GIDX=$(ip netns exec "$ns" "$launcher" --sock "$sock" /usr/bin/ibv_devinfo -v 2>/dev/null |
+				awk -v a="$MR_RXE_ADDR6_MR" '/GID\[/ && index($0, a ",") { l = $0; sub(/.*GID\[ */, "", l); sub(/\].*/, "", l); print l; exit }')
+			[ -n "$DUT_GIDX" ] || { echo "interop-rxe: metaroce0 shows no GID $MR_RXE_ADDR6_MR" >&2; return 1; }
+		fi
 	fi
 	echo "interop-rxe: IPv6 GIDs: DUT index $DUT_GIDX, peer (guest $PEER, ${MR_RXE_PREFIX6}$((10 + PEER))) index $PEER_GIDX"
 }
