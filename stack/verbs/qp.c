@@ -248,7 +248,12 @@ MV_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 	}
 	if (um & IBV_QP_MAX_QP_RD_ATOMIC) {
 		mm |= MRC_QP_MAX_QP_RD_ATOMIC;
-		m.max_rd_atomic = attr->max_rd_atomic;
+		/* Initiator depth: keeping fewer READs/atomics outstanding than the responder
+		 * allows is always safe (IBA 9.5: the requester limits itself to at most the
+		 * responder's resources), so a value above the device's maximum (perftest passes
+		 * the peer's, e.g. rxe's 128) is clamped rather than refused. */
+		m.max_rd_atomic = attr->max_rd_atomic > MV_MAX_RD_ATOMIC ? MV_MAX_RD_ATOMIC :
+				  attr->max_rd_atomic;
 	}
 	if (um & IBV_QP_MAX_DEST_RD_ATOMIC) {
 		mm |= MRC_QP_MAX_DEST_RD_ATOMIC;
