@@ -38,6 +38,7 @@
 	     IBV_ACCESS_REMOTE_ATOMIC)
 
 static char g_sock[256];
+static uint8_t g_rd_atomic = 4;   /* max_rd_atomic connect_qp sets at RTS */
 static pid_t g_loopd = -1;
 
 struct pair {
@@ -126,7 +127,7 @@ static void connect_qp(struct ibv_qp *qp, uint32_t dqpn)
 	at.retry_cnt = 7;
 	at.rnr_retry = 7;
 	at.sq_psn = 0x1234;
-	at.max_rd_atomic = 4;
+	at.max_rd_atomic = g_rd_atomic;
 	assert_int_equal(ibv_modify_qp(qp, &at, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 				       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
 				       IBV_QP_MAX_QP_RD_ATOMIC), 0);
@@ -773,6 +774,24 @@ static void test_rejects(void **state)
 					       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
 				 EINVAL);
 		assert_int_equal(q->state, IBV_QPS_INIT);
+		assert_int_equal(ibv_destroy_qp(q), 0);
+	}
+	/* An initiator depth above the device's (perftest passes the peer's: rxe says 128) is
+	 * clamped to max_qp_rd_atom, not refused (a real daemon's transport refuses more than
+	 * its 16, so RTS itself is the check there; the stand-in daemon does not report it). */
+	{
+		struct ibv_device_attr da;
+		struct ibv_qp_init_attr qi;
+		struct ibv_qp *q = new_qp(&p, false);
+
+		assert_int_equal(ibv_query_device(p.ctx, &da), 0);
+		g_rd_atomic = 128;
+		connect_qp(q, p.b->qp_num);
+		g_rd_atomic = 4;
+		assert_int_equal(ibv_query_qp(q, &at, IBV_QP_MAX_QP_RD_ATOMIC, &qi), 0);
+		assert_int_equal(at.qp_state, IBV_QPS_RTS);
+		assert_true(at.max_rd_atomic <= da.max_qp_rd_atom);
+		assert_int_equal(qi.cap.max_send_wr >= 64, 1);
 		assert_int_equal(ibv_destroy_qp(q), 0);
 	}
 	/* ibv_destroy_cq while QPs use it: EBUSY, nothing destroyed. */
