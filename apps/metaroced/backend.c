@@ -26,6 +26,7 @@ struct mr_backend {
 	unsigned int nqp;
 	struct mr_qp_stats retired;  /* counters of destroyed QPs, so totals never go back */
 	uint64_t qps_created;
+	uint64_t policy_upgrades;    /* QPs made MetaRoCE by conf.mrc_policy */
 	uint64_t link_bps;           /* port link speed, 0 = unknown */
 };
 
@@ -385,15 +386,43 @@ static void path_to_app(const struct mr_path *p, struct mrc_path *a)
 	a->flow_label = p->flow_label;
 }
 
+/* The [metaroce] peers policy (mrc_policy.h): an INIT->RTR call that names no transport and
+ * whose destination GID is a listed metaroce host gets MetaRoCE. Only INIT->RTR carries a
+ * transport (rc_qp.c's transition table, as the RC QP attributes of IBA 11.2.4.2 would).
+ * Returns true and fills *up if the QP is to be upgraded. */
+static bool policy_upgrade(const struct mr_backend *be, const struct be_qp *q,
+			   const struct mrc_qp_attr *a, uint32_t mask, struct mrc_qp_attr *up)
+{
+	struct mr_qp_attr cur;
+
+	if (be->conf.mrc_policy.n == 0 || (mask & MRC_QP_TRANSPORT) || !(mask & MRC_QP_STATE) ||
+	    !(mask & MRC_QP_PATH) || a->qp_state != MR_QPS_RTR ||
+	    mr_qp_query(q->qp, &cur) < 0 || cur.qp_state != MR_QPS_INIT ||
+	    !mr_mrc_policy_match(&be->conf.mrc_policy, a->path.dgid))
+		return false;
+	*up = *a;
+	up->transport = MRC_TRANSPORT_METAROCE;
+	up->n_entropies = be->conf.mrc_policy.n_entropies;
+	up->cc = be->conf.mrc_policy.cc;
+	return true;
+}
+
 static int b_modify_qp(void *bep, void *qp, const struct mrc_qp_attr *a, uint32_t mask)
 {
 	struct mr_backend *be = bep;
 	struct be_qp *q = qp;
 	struct mr_qp_attr cur, na;
+	struct mrc_qp_attr up;
+	bool by_policy = false;
 	int rc;
 
 	if (mask & ~(uint32_t)MRC_QP_ATTR_MASK_ALL)
 		return -EINVAL;
+	if (policy_upgrade(be, q, a, mask, &up)) {
+		a = &up;
+		mask |= MRC_QP_TRANSPORT;
+		by_policy = true;
+	}
 	memset(&na, 0, sizeof(na));
 	na.qp_state = (enum mr_qp_state)a->qp_state;
 	na.qp_access_flags = a->qp_access_flags;
@@ -458,9 +487,12 @@ static int b_modify_qp(void *bep, void *qp, const struct mrc_qp_attr *a, uint32_
 		be->conf.on_path(be->conf.on_path_arg, na.path.dgid);
 	if (mask & MRC_QP_STATE)
 		mr_log(MR_LOG_INFO, "QP %u -> state %u", mr_qp_num(q->qp), a->qp_state);
+	if (by_policy)
+		be->policy_upgrades++;
 	if ((mask & MRC_QP_TRANSPORT) && na.transport == MR_TRANSPORT_METAROCE)
-		mr_log(MR_LOG_INFO, "QP %u: MetaRoCE, %u entropies, cc %s", mr_qp_num(q->qp),
-		       na.n_entropies, mr_cc_algo_name(na.cc));
+		mr_log(MR_LOG_INFO, "QP %u: MetaRoCE, %u entropies, cc %s%s", mr_qp_num(q->qp),
+		       na.n_entropies, mr_cc_algo_name(na.cc),
+		       by_policy ? " (daemon policy: [metaroce] peers lists the peer)" : "");
 	return 0;
 }
 
@@ -551,6 +583,11 @@ static const struct mr_shm_backend_ops be_ops = {
 const struct mr_shm_backend_ops *mr_backend_ops(void)
 {
 	return &be_ops;
+}
+
+uint64_t mr_backend_policy_upgrades(const struct mr_backend *be)
+{
+	return be != NULL ? be->policy_upgrades : 0;
 }
 
 uint64_t mr_backend_qps_created(const struct mr_backend *be)

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "metaroce/metaroce.h"
+#include "mrc_policy.h"
 #include "shm/shm_server.h"
 #include "transport/rc.h"
 
@@ -36,6 +37,10 @@ struct mr_backend_conf {
 	 * INIT->RTR): DCQCN when the port has ECN on, as a ConnectX reaction point (issue 11). An
 	 * app that passes MRC_QP_TRANSPORT with cc none disables it for its QP. */
 	enum mr_cc_algo rc_default_cc;
+	/* MetaRoCE for QPs whose app leaves MRC_QP_TRANSPORT out of INIT->RTR: toward a GID the
+	 * policy matches they run MetaRoCE with its entropies and CC (mrc_policy.h); an app that
+	 * states a transport, either one, always gets what it asked for. Zeroed: never. */
+	struct mr_mrc_policy mrc_policy;
 	/* Called when a QP gets a path, so that the engine resolves the peer's MAC before the first
 	 * packet; may be NULL. */
 	void (*on_path)(void *arg, const uint8_t dgid[16]);
@@ -78,6 +83,8 @@ int mr_backend_make_path(const struct mr_backend *be, const struct mrc_path *app
 
 /* Sum of every QP's counters, destroyed ones included. Returns the number of live QPs. */
 unsigned int mr_backend_qp_stats_sum(const struct mr_backend *be, struct mr_qp_stats *sum);
+/* QPs the [metaroce] peers policy made MetaRoCE (destroyed ones included). */
+uint64_t mr_backend_policy_upgrades(const struct mr_backend *be);
 /* QPs created since the backend was (destroyed ones included). */
 uint64_t mr_backend_qps_created(const struct mr_backend *be);
 /* Call fn for every live QP (stats dumps, `rdma stat qp` style). Returns the number visited. */

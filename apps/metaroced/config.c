@@ -34,6 +34,7 @@ void mr_config_defaults(struct mr_daemon_config *cfg)
 	cfg->pcap_max_bytes = 256ull << 20;
 	mr_impair_cfg_init(&cfg->impair[MR_IMPAIR_RX]);
 	mr_impair_cfg_init(&cfg->impair[MR_IMPAIR_TX]);
+	mr_mrc_policy_init(&cfg->mrc_policy);
 }
 
 uint32_t mr_config_ib_mtu(uint32_t eth_mtu)
@@ -191,7 +192,6 @@ static int set_key(struct parse_state *ps, struct mr_daemon_config *cfg, const c
 	UINT_FIELD("limits", "session_max_wr", 0, 1ull << 32, cfg->session_max_wr)
 	UINT_FIELD("limits", "session_max_inline", 0, 1ull << 40, cfg->session_max_inline)
 	UINT_FIELD("pcap", "max_bytes", 4096, 1ull << 40, cfg->pcap_max_bytes)
-#undef UINT_FIELD
 	if (!strcmp(s, "port") && !strcmp(key, "eal_args"))
 		return get_str(ps, key, v, cfg->eal_args, sizeof(cfg->eal_args));
 	if (!strcmp(s, "port") && !strcmp(key, "ipv4")) {
@@ -222,6 +222,20 @@ static int set_key(struct parse_state *ps, struct mr_daemon_config *cfg, const c
 		return get_str(ps, key, v, cfg->socket_path, sizeof(cfg->socket_path));
 	if (!strcmp(s, "pcap") && !strcmp(key, "file"))
 		return get_str(ps, key, v, cfg->pcap_path, sizeof(cfg->pcap_path));
+	if (!strcmp(s, "metaroce") && !strcmp(key, "peers")) {
+		char msg[256];
+
+		if (mr_mrc_policy_set_peers(&cfg->mrc_policy, v, msg, sizeof(msg)) < 0)
+			return fail(ps, key, "%s", msg);
+		return 0;
+	}
+	/* 1..256: MRETH.path is 8 bits (docs/metaroce-wire.md) */
+	UINT_FIELD("metaroce", "entropies", 1, 256, cfg->mrc_policy.n_entropies)
+	if (!strcmp(s, "metaroce") && !strcmp(key, "cc")) {
+		if (mr_mrc_policy_cc_from_name(v, &cfg->mrc_policy.cc) < 0)
+			return fail(ps, key, "'%s' is not one of none, dcqcn, metaroce", v);
+		return 0;
+	}
 	if (!strcmp(s, "impair") && (!strcmp(key, "rx") || !strcmp(key, "tx"))) {
 		char origin[128];
 
@@ -229,6 +243,7 @@ static int set_key(struct parse_state *ps, struct mr_daemon_config *cfg, const c
 		return mr_config_set_impair(cfg, key[0] == 'r' ? MR_IMPAIR_RX : MR_IMPAIR_TX, v,
 					    origin, ps->err, ps->errlen);
 	}
+#undef UINT_FIELD
 	return fail(ps, key, "unknown field");
 }
 
@@ -249,7 +264,7 @@ static int parse_line(struct parse_state *ps, struct mr_daemon_config *cfg, char
 	char *hash = strchr(line, '#');
 	char *p, *eq, *key, *val;
 	static const char *const sections[] = {"port", "roce", "engine", "limits", "shm", "pcap",
-					       "impair"};
+					       "metaroce", "impair"};
 
 	if (hash)
 		*hash = '\0';
@@ -267,7 +282,7 @@ static int parse_line(struct parse_state *ps, struct mr_daemon_config *cfg, char
 				return 0;
 			}
 		}
-		return fail(ps, NULL, "unknown section [%s] (expected port, roce, engine, limits, shm, pcap or impair)",
+		return fail(ps, NULL, "unknown section [%s] (expected port, roce, engine, limits, shm, pcap, metaroce or impair)",
 			    p + 1);
 	}
 	eq = strchr(p, '=');
@@ -467,6 +482,13 @@ void mr_config_print(const struct mr_daemon_config *cfg, FILE *f)
 		cfg->ecn ? "on" : "off");
 	fprintf(f, "lcores %u idle_sleep_us %u max_qp %u max_mr %u socket %s\n", cfg->n_lcores,
 		cfg->idle_sleep_us, cfg->max_qp, cfg->max_mr, cfg->socket_path);
+	{
+		char peers[512];
+
+		mr_mrc_policy_format(&cfg->mrc_policy, peers, sizeof(peers));
+		fprintf(f, "metaroce peers %s entropies %u cc %s\n", peers,
+			cfg->mrc_policy.n_entropies, mr_mrc_policy_cc_name(cfg->mrc_policy.cc));
+	}
 	fprintf(f, "impair rx %s tx %s\n",
 		cfg->impair_en[MR_IMPAIR_RX] ? cfg->impair_spec[MR_IMPAIR_RX] : "off",
 		cfg->impair_en[MR_IMPAIR_TX] ? cfg->impair_spec[MR_IMPAIR_TX] : "off");

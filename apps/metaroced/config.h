@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "impair/impair.h"
+#include "mrc_policy.h"
 
 #define MR_CFG_MAX_LCORES 16
 #define MR_CFG_STR 256
@@ -64,6 +65,8 @@ struct mr_daemon_config {
 	/* [pcap] */
 	char pcap_path[MR_CFG_STR];
 	uint64_t pcap_max_bytes;
+	/* [metaroce] peers / entropies / cc: MetaRoCE for QPs whose app names no transport */
+	struct mr_mrc_policy mrc_policy;
 	/* [impair] (drivers/impair/impair.h spec strings; testing only: loss, reorder, ECN ...) */
 	bool impair_en[MR_IMPAIR_NR_DIRS];
 	char impair_spec[MR_IMPAIR_NR_DIRS][MR_CFG_STR];

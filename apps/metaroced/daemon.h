@@ -112,6 +112,7 @@ struct mr_shard_snap {
 	unsigned int nheld;
 	unsigned int nqp;
 	uint64_t qps_created;
+	uint64_t policy_upgrades;   /* QPs made MetaRoCE by [metaroce] peers */
 	struct mr_qp_stats qsum;
 	struct mr_ctx_stats cs;
 	struct mr_shm_server_stats ss;
@@ -262,6 +263,7 @@ struct mr_stats_view {
 	struct mr_engine_stats st;  /* summed (max_gap_ns, max_work_ns: the largest) */
 	unsigned int nheld, nqp, nsessions;
 	struct mr_qp_stats qsum;
+	uint64_t policy_upgrades;   /* QPs made MetaRoCE by [metaroce] peers, all shards */
 	struct mr_ctx_stats cs;
 	struct mr_shm_server_stats ss;
 };

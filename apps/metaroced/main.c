@@ -352,6 +352,7 @@ static int setup_engine(struct mr_daemon *d, const struct mr_daemon *io)
 	bc.line_rate_bps = (uint64_t)c->line_rate_gbps * 1000000000ull;
 	bc.base_rtt_ns = (uint64_t)c->base_rtt_us * 1000ull;
 	bc.rc_default_cc = c->ecn ? MR_CC_DCQCN : MR_CC_NONE;
+	bc.mrc_policy = c->mrc_policy;
 	/* Early MAC resolution needs the neighbour table, which only shard 0 touches; other
 	 * shards' first frames wait in shard 0's held queue instead. */
 	bc.on_path = d->shard_id == 0 ? mr_engine_resolve : NULL;
@@ -413,6 +414,14 @@ static void announce(struct mr_daemon *d)
 	mr_log(MR_LOG_INFO, "port %u up=%d mac %02x:%02x:%02x:%02x:%02x:%02x ib_mtu %u socket %s",
 	       c->port_id, link.up, d->mac[0], d->mac[1], d->mac[2], d->mac[3], d->mac[4],
 	       d->mac[5], c->ib_mtu, d->sock_path);
+	if (c->mrc_policy.n > 0) {
+		char peers[512];
+
+		mr_mrc_policy_format(&c->mrc_policy, peers, sizeof(peers));
+		mr_log(MR_LOG_INFO, "MetaRoCE for QPs whose app names no transport toward %s "
+		       "(%u entropies, cc %s)", peers, c->mrc_policy.n_entropies,
+		       mr_mrc_policy_cc_name(c->mrc_policy.cc));
+	}
 }
 
 /* The EAL lcore of every shard: the configured CPU ids when EAL got them (our -l), else the

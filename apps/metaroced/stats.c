@@ -77,6 +77,7 @@ void mr_shard_snapshot(struct mr_daemon *d)
 	sn->nheld = d->nheld;
 	sn->nqp = mr_backend_qp_stats_sum(d->be, &sn->qsum);
 	sn->qps_created = mr_backend_qps_created(d->be);
+	sn->policy_upgrades = mr_backend_policy_upgrades(d->be);
 	mr_ctx_get_stats(d->ctx, &sn->cs);
 	mr_shm_server_get_stats(d->srv, &sn->ss);
 	sn->nsessions = mr_shm_server_nsessions(d->srv);
@@ -118,6 +119,7 @@ void mr_stats_view_build(struct mr_stats_view *v, struct mr_daemon *const *shard
 		add_u64s(&v->ss, &sn->ss, sizeof(v->ss));
 		v->nheld += sn->nheld;
 		v->nqp += sn->nqp;
+		v->policy_upgrades += sn->policy_upgrades;
 		v->nsessions += sn->nsessions;
 	}
 	/* Gaps and work times are per loop: the worst shard, not a sum. */
@@ -208,12 +210,12 @@ void mr_stats_print(const struct mr_stats_view *v, FILE *f, bool final)
 		" dropped=%" PRIu64 " ctx_rx_unknown_qp=%" PRIu64 " ctx_rx_dropped=%" PRIu64
 		" ctx_rx_bad_pkey=%" PRIu64 " ctx_rx_bad_source=%" PRIu64 " sack_retransmits=%" PRIu64
 		" ce_rcvd=%" PRIu64 " cnps_sent=%" PRIu64 " cnps_rcvd=%" PRIu64
-		" cnps_handled=%" PRIu64 "\n",
+		" cnps_handled=%" PRIu64 " metaroce_by_policy=%" PRIu64 "\n",
 		tag, nqp, q.tx_pkts, q.rx_pkts, q.tx_bytes, q.rx_bytes, q.retransmits, q.timeouts,
 		q.seq_naks_sent, q.seq_naks_rcvd, q.rnr_naks_sent, q.rnr_naks_rcvd,
 		q.duplicate_requests, q.out_of_sequence, q.acks_sent, q.acks_rcvd, q.dropped,
 		cs.rx_unknown_qp, cs.rx_dropped, cs.rx_bad_pkey, cs.rx_bad_source, q.sack_retransmits,
-		q.ce_rcvd, q.cnps_sent, q.cnps_rcvd, q.cnps_handled);
+		q.ce_rcvd, q.cnps_sent, q.cnps_rcvd, q.cnps_handled, v->policy_upgrades);
 	fprintf(f, "%s: neigh arp_rx=%" PRIu64 " arp_answered=%" PRIu64 " arp_replies_rx=%" PRIu64
 		" nd_rx=%" PRIu64 " ns_answered=%" PRIu64 " solicits_tx=%" PRIu64
 		" resolved=%" PRIu64 " unresolved_lookups=%" PRIu64 " unreachable=%" PRIu64

@@ -49,6 +49,7 @@ struct mrc_mr;
 struct mrc_cq;
 struct mrc_qp;
 struct mrc_srq;
+struct mrc_buf;
 
 /* ---- port ---- */
 enum mrc_port_state {           /* values as enum ibv_port_state */
@@ -199,6 +200,22 @@ MRC_API int mrc_free_buf(struct mrc_session *s, void *buf);
  * mr_access_flags; REMOTE_WRITE/REMOTE_ATOMIC need LOCAL_WRITE (IBA 10.6.3.1). */
 MRC_API struct mrc_mr *mrc_reg_mr(struct mrc_pd *pd, void *addr, size_t len, uint32_t access);
 MRC_API int mrc_dereg_mr(struct mrc_mr *mr);
+/* Memory the caller maps itself (libibverbs' in-place remapping, stack/verbs/mem_remap.c):
+ * [file_offset, +len) of memfd fd (sealed against shrinking) is what the app sees at addr;
+ * the daemon maps the same pages. Peers and SGEs address byte addr + i as iova + i (iova is
+ * addr itself unless the app chose another, ibv_reg_mr_iova2). addr, iova, file_offset and
+ * len are page multiples. The caller keeps its mapping (mrc_unmap_memfd and mrc_close never
+ * unmap addr). file_offset != 0 needs a daemon announcing MRC_FEAT_MAP_OFFSET, else
+ * EOPNOTSUPP. NULL + errno on failure. */
+MRC_API struct mrc_buf *mrc_map_memfd(struct mrc_session *s, int fd, uint64_t file_offset,
+				      void *addr, uint64_t iova, size_t len);
+MRC_API int mrc_unmap_memfd(struct mrc_buf *b);  /* -EBUSY while an MR uses it */
+/* mrc_reg_mr inside the given buffer (from mrc_map_memfd), which matters when several
+ * buffers cover the same address. The MR's iova is the buffer's iova + (addr - its addr). */
+MRC_API struct mrc_mr *mrc_reg_mr_in(struct mrc_pd *pd, struct mrc_buf *b, void *addr,
+				     size_t len, uint32_t access);
+/* MRC_FEAT_* bits the daemon announced (shm_abi.h). */
+MRC_API uint32_t mrc_features(const struct mrc_session *s);
 MRC_API uint32_t mrc_mr_lkey(const struct mrc_mr *mr);
 MRC_API uint32_t mrc_mr_rkey(const struct mrc_mr *mr);
 
@@ -215,6 +232,8 @@ MRC_API int mrc_poll_cq(struct mrc_cq *cq, int n, struct mr_wc *wc);
  * at most one event. Only poll and mrc_cq_ack_events() it; do not read or write it. */
 MRC_API int mrc_cq_event_fd(const struct mrc_cq *cq);
 MRC_API int mrc_req_notify_cq(struct mrc_cq *cq, bool solicited_only);
+/* Completions waiting in the CQ ring (not yet polled), or a negative errno. */
+MRC_API int mrc_cq_ready(const struct mrc_cq *cq);
 /* Drains the event fd; returns the number of events it held (0 if none). */
 MRC_API int mrc_cq_ack_events(struct mrc_cq *cq);
 
@@ -224,6 +243,9 @@ MRC_API int mrc_modify_qp(struct mrc_qp *qp, const struct mrc_qp_attr *attr, uin
 MRC_API int mrc_query_qp(struct mrc_qp *qp, struct mrc_qp_attr *attr);
 MRC_API int mrc_destroy_qp(struct mrc_qp *qp);
 MRC_API uint32_t mrc_qp_num(const struct mrc_qp *qp);
+/* The capabilities the daemon granted at creation (queue sizes rounded up, SGE and inline
+ * limits); send_cq/recv_cq/qp_type/sq_sig_all as created. */
+MRC_API int mrc_qp_caps(const struct mrc_qp *qp, struct mrc_qp_init_attr *caps);
 
 /* Hot path: queue one work request in shared memory. SGE addresses are virtual addresses of
  * this process inside registered MRs. With MR_SEND_INLINE the data is copied now (sg_list may

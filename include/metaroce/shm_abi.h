@@ -80,6 +80,10 @@ _Static_assert(offsetof(struct mrc_ring_hdr, notify_req) == 3 * MRC_CACHE_LINE, 
 
 #define MRC_NOTIFY_SOLICITED 1u
 
+/* Optional daemon features announced in the HELLO response (additions within ABI version 1:
+ * an older daemon leaves the field 0). */
+#define MRC_FEAT_MAP_OFFSET 1u   /* MAP_BUF honours file_offset */
+
 /* ---- ring entries ---- */
 
 /* Send queue entry. Fields mirror struct mr_send_wr (types.h); values are the same enums.
@@ -218,7 +222,12 @@ struct mrc_ctl_req {
 		struct { uint32_t abi_version; uint32_t pid; } hello;
 		struct { uint32_t handle; } obj;   /* DEALLOC_PD, UNMAP_BUF, DEREG_MR, DESTROY_*,
 						    * QUERY_QP */
-		struct { uint64_t app_addr; uint64_t len; } map_buf;
+		struct {
+			uint64_t app_addr, len;
+			/* Offset of the mapping in the memfd (page multiple; needs
+			 * MRC_FEAT_MAP_OFFSET, else must be 0: an older daemon maps from 0). */
+			uint64_t file_offset;
+		} map_buf;
 		struct {
 			uint32_t pd, buf;
 			uint64_t offset, len;  /* within the buffer; iova = app_addr + offset */
@@ -249,7 +258,10 @@ _Static_assert(sizeof(struct mrc_ctl_req) == 256, "ctl request is 256 bytes");
 struct mrc_ctl_resp {
 	struct mrc_ctl_hdr hdr;
 	union {
-		struct { uint32_t abi_version; uint32_t session_id; } hello;
+		struct {
+			uint32_t abi_version, session_id;
+			uint32_t features;   /* MRC_FEAT_*; 0 from daemons that predate them */
+		} hello;
 		struct mrc_port_attr port;
 		struct { uint32_t handle; } obj;
 		struct { uint32_t handle, lkey, rkey, reserved; } reg_mr;

@@ -313,39 +313,5 @@ mr_rxe_pair() { # TAG S C SECS OUT SERVER_CMD CLIENT_CMD
 	[ "$MR_RXE_PAIR_SRC" = 0 ] && [ "$MR_RXE_PAIR_CRC" = 0 ]
 }
 
-# Checks one side's perftest / ibv_rc_pingpong output against what was asked: the result line
-# must exist with the requested size and iterations and a positive figure, and perftest's
-# "Mtu" header line must show the expected IB MTU. Prints the figure ("0.13Gb/s", "862.48us",
-# "13.84Mb/s") on success; the reason on failure (return 1).
-# KIND: bw | lat | pingpong | passive (the server of ib_read_lat/ib_atomic_lat, which prints
-# no result: the exchange must have completed and the MTU must match)
-mr_perf_check() { # FILE KIND SIZE ITERS IB_MTU
-	awk -v kind="$2" -v size="$3" -v iters="$4" -v mtu="$5" '
-	/^ Mtu +:/ { split($0, a, ":"); got_mtu = a[2] + 0 }
-	/^ remote address: / { remote = 1 }
-	/^ #bytes/ { hdr = 1; next }
-	hdr && $1 ~ /^[0-9]+$/ && NF >= 5 { rb = $1; ri = $2; hdr = 0; found = 1
-		if (kind == "bw") val = $4; else val = $6 }
-	/ bytes in .* seconds = / { pb = $1; prate = $(NF - 1) }
-	/ iters in .* seconds = / { pi = $1; pus = $(NF - 1); found = 1 }
-	END {
-		if (kind == "pingpong") {
-			if (!found) { print "no pingpong result"; exit 1 }
-			if (pi != iters) { print "iters " pi " != " iters; exit 1 }
-			if (pb != 2 * size * iters) { print "bytes " pb " != " 2 * size * iters; exit 1 }
-			if (!(prate > 0)) { print "rate " prate; exit 1 }
-			printf "%sMb/s,%sus/iter\n", prate, pus; exit 0
-		}
-		if (kind == "passive") {
-			if (got_mtu != mtu) { print "MTU " got_mtu " != " mtu; exit 1 }
-			if (!remote) { print "no remote address (setup exchange incomplete)"; exit 1 }
-			print "passive"; exit 0
-		}
-		if (!found) { print "no result line"; exit 1 }
-		if (got_mtu != mtu) { print "MTU " got_mtu " != " mtu; exit 1 }
-		if (rb != size) { print "size " rb " != " size; exit 1 }
-		if (ri != iters) { print "iterations " ri " != " iters; exit 1 }
-		if (!(val > 0)) { print "figure " val " not positive"; exit 1 }
-		printf "%s%s\n", val, kind == "bw" ? "Gb/s" : "us"
-	}' "$1"
-}
+# mr_perf_check FILE KIND SIZE ITERS IB_MTU: scripts/lib/perf_check.sh (shared with tests/verbs).
+. "$MR_RXE_LIB_DIR/../lib/perf_check.sh"

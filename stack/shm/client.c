@@ -119,7 +119,8 @@ void mrc_obj_free(struct mrc_obj *o)
 	case MRC_OBJ_BUF: {
 		struct mrc_buf *b = (struct mrc_buf *)o;
 
-		munmap(b->addr, b->len);
+		if (!b->foreign)
+			munmap(b->addr, b->len);
 		break;
 	}
 	case MRC_OBJ_CQ: {
@@ -254,6 +255,7 @@ struct mrc_session *mrc_open(const char *sock_path)
 		goto fail;
 	}
 	s->id = resp.u.hello.session_id;
+	s->features = resp.u.hello.features;
 	return s;
 fail_errno:
 fail:
@@ -281,6 +283,11 @@ int mrc_close(struct mrc_session *s)
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 	return 0;
+}
+
+uint32_t mrc_features(const struct mrc_session *s)
+{
+	return s != NULL ? s->features : 0;
 }
 
 int mrc_query_port(struct mrc_session *s, struct mrc_port_attr *attr)

@@ -134,6 +134,16 @@ int mrc_poll_cq(struct mrc_cq *cq, int n, struct mr_wc *wc)
 	return (int)ready;
 }
 
+int mrc_cq_ready(const struct mrc_cq *cq)
+{
+	uint32_t ready;
+
+	if (cq == NULL)
+		return -EINVAL;
+	ready = mrc_ring_ready(cq->ring, cq->cons);
+	return ready > cq->size ? -EIO : (int)ready;
+}
+
 int mrc_cq_event_fd(const struct mrc_cq *cq)
 {
 	return cq != NULL ? cq->evfd : -EINVAL;

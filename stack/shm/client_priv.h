@@ -5,6 +5,7 @@
 #define MR_SHM_CLIENT_PRIV_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,8 @@ struct mrc_buf {
 	uint8_t *addr;
 	size_t len;
 	uint32_t mr_refs;
+	uint64_t iova;      /* the daemon's app_addr for this buffer (addr unless remapped) */
+	bool foreign;       /* mapped by the caller (mrc_map_memfd): never unmapped here */
 };
 
 struct mrc_pd {
@@ -83,6 +86,7 @@ struct mrc_session {
 	pthread_mutex_t lock;       /* serialises control requests */
 	uint32_t seq;
 	uint32_t id;
+	uint32_t features;          /* MRC_FEAT_* from HELLO */
 	struct mrc_obj objs;        /* list head */
 	char err[256];
 };

@@ -207,6 +207,22 @@ uint32_t mrc_qp_num(const struct mrc_qp *qp)
 	return qp != NULL ? qp->qp_num : 0;
 }
 
+int mrc_qp_caps(const struct mrc_qp *qp, struct mrc_qp_init_attr *c)
+{
+	if (qp == NULL || c == NULL)
+		return -EINVAL;
+	memset(c, 0, sizeof(*c));
+	c->qp_type = MRC_QPT_RC;
+	c->send_cq = qp->send_cq;
+	c->recv_cq = qp->recv_cq;
+	c->max_send_wr = qp->sq_size;
+	c->max_recv_wr = qp->rq_size;
+	c->max_send_sge = qp->max_send_sge;
+	c->max_recv_sge = qp->max_recv_sge;
+	c->max_inline_data = qp->max_inline_data;
+	return 0;
+}
+
 static bool wr_opcode_valid(uint32_t op)
 {
 	switch (op) {

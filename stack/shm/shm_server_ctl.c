@@ -83,6 +83,7 @@ static int do_hello(struct mr_shm_session *s, const struct mrc_ctl_req *req,
 	s->pid = req->u.hello.pid;
 	s->hello_done = true;
 	resp->u.hello.session_id = s->id;
+	resp->u.hello.features = MRC_FEAT_MAP_OFFSET;
 	return 0;
 }
 
@@ -150,13 +151,15 @@ static int do_map_buf(struct mr_shm_session *s, const struct mrc_ctl_req *req, i
 		      struct mrc_ctl_resp *resp)
 {
 	uint64_t len = req->u.map_buf.len, addr = req->u.map_buf.app_addr;
+	uint64_t foff = req->u.map_buf.file_offset;
 	long page = sysconf(_SC_PAGESIZE);
 	struct mr_shm_buf *b;
 	struct stat st;
 	int seals;
 
 	if (len == 0 || len % (uint64_t)page != 0 || addr % (uint64_t)page != 0 ||
-	    addr + len < addr || len > SIZE_MAX)
+	    addr + len < addr || len > SIZE_MAX || foff % (uint64_t)page != 0 ||
+	    foff + len < foff || foff + len > (uint64_t)INT64_MAX)
 		return -EINVAL;
 	if (len > s->srv->max_session_bytes - s->mapped_bytes)
 		return -ENOSPC;
@@ -164,12 +167,14 @@ static int do_map_buf(struct mr_shm_session *s, const struct mrc_ctl_req *req, i
 	seals = fcntl(fd, F_GET_SEALS);
 	if (seals < 0 || !(seals & F_SEAL_SHRINK))
 		return -EPERM;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < len)
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < foff + len)
 		return -EINVAL;
 	b = calloc(1, sizeof(*b));
 	if (b == NULL)
 		return -ENOMEM;
-	b->host = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	/* A window of a larger memfd: libibverbs keeps one sparse memfd per session whose file
+	 * offsets are the app's virtual addresses (stack/verbs/mem_remap.c). */
+	b->host = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)foff);
 	if (b->host == MAP_FAILED) {
 		int e = errno;
 
