@@ -20,16 +20,19 @@ done
 echo "== build (release, -Werror) =="
 meson setup build --wipe >/dev/null 2>&1 || meson setup build
 ninja -C build
-echo "== unit, simulation, tool, hostile-peer, fuzz-corpus replay, DPDK, kernel (tc eBPF) and two-daemon integration tests =="
-meson test -C build --print-errorlogs --num-processes 2 --suite unit --suite sim --suite tools --suite hostile --suite fuzz --suite dpdk --suite kernel --suite integration
+echo "== unit, simulation, tool, fuzz-corpus replay, DPDK, kernel (tc eBPF) and two-daemon integration tests =="
+meson test -C build --print-errorlogs --num-processes 2 --suite unit --suite sim --suite tools --suite fuzz --suite dpdk --suite kernel --suite integration
 
 if [ "$asan" = 1 ]; then
-	echo "== unit, simulation, tool, hostile and fuzz-replay tests under ASan+UBSan =="
+	echo "== unit, simulation, tool and fuzz-replay tests under ASan+UBSan =="
 	meson setup build-asan -Dsanitizers=true -Db_lundef=false --wipe >/dev/null 2>&1 ||
 		meson setup build-asan -Dsanitizers=true -Db_lundef=false
 	ninja -C build-asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		meson test -C build-asan --print-errorlogs --num-processes 2 --suite unit --suite sim --suite tools --suite hostile --suite fuzz
+		meson test -C build-asan --print-errorlogs --num-processes 2 --suite unit --suite sim --suite tools --suite fuzz
+	echo "== hostile peers, hostile apps (real daemons) and the soak under ASan+UBSan =="
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		meson test -C build-asan --print-errorlogs --num-processes 1 --suite hostile --suite soak
 fi
 if [ "$fuzz" = 1 ]; then
 	echo "== libFuzzer: every target ${fuzz_secs}s (clang, ASan+UBSan), regressions replayed =="
