@@ -12,7 +12,7 @@
 #           over plain RC;
 #   hostile mr_hostile churn: QPs destroyed with WRITEs posted, apps SIGKILLed with WRITEs and
 #           READs in flight, MRs deregistered and buffers unmapped with WRITEs/READs in flight
-#           (SOAK_NO_DEREG=1 leaves the dereg cases out: they crash today's daemon, FINDINGS.md).
+#           (SOAK_NO_DEREG=1 leaves the dereg cases out; docs/findings.md F1-F3 is why they exist).
 # Asserted at the end (after every app has exited):
 #   - zero corrupted bytes: every mr_xfer generation that was not killed passed (any failure of
 #     a verifying app fails the soak), every mrperf run printed "0 corrupted";
