@@ -344,9 +344,35 @@ static bool mrt_rx_atomic(struct mr_qp *qp, const struct mr_pkt *pkt, uint8_t b)
 	return true;
 }
 
+/* A duplicate READ or atomic request at psn (MetaRoCE resends one request PSN, a READ chunk
+ * asking only for its missing span) supersedes what is still queued for that PSN: drop it, so
+ * each request PSN holds at most one responder resource, as the requester counts them. Kept,
+ * the copies made rd_pending exceed max_dest_rd_atomic under loss and the requester's next,
+ * legal READ got a fatal invalid-request NAK (IBA 9.7.5.2.2 lets the responder abandon a
+ * response in progress on a duplicate; rc_responder.c rc_resp_abort_reads for plain RC). */
+static void mrt_resp_abort_psn(struct mr_qp *qp, uint32_t psn)
+{
+	uint32_t kept = 0;
+
+	for (uint32_t i = 0; i < qp->resp.ring_count; i++) {
+		struct rc_resp *e = &qp->resp.ring[(qp->resp.ring_head + i) % RC_RESP_RING];
+
+		if ((e->kind == RC_RESP_READ || e->kind == RC_RESP_ATOMIC) && e->psn == psn) {
+			qp->resp.rd_pending--;
+			continue;
+		}
+		if (kept != i)
+			qp->resp.ring[(qp->resp.ring_head + kept) % RC_RESP_RING] = *e;
+		kept++;
+	}
+	qp->resp.ring_count = kept;
+}
+
 static void mrt_rx_duplicate(struct mr_qp *qp, const struct mr_pkt *pkt, uint8_t b)
 {
 	qp->stats.duplicate_requests++;
+	if (b == MR_OP_RC_READ_REQUEST || b == MR_OP_RC_CMP_SWAP || b == MR_OP_RC_FETCH_ADD)
+		mrt_resp_abort_psn(qp, pkt->hdr.psn);
 	if (b == MR_OP_RC_READ_REQUEST) {
 		mrt_rx_read(qp, pkt, true); /* READs are idempotent: serve the range again */
 		return;

@@ -3,7 +3,7 @@
 # MetaRoCE between real daemons, negotiated by mrperf: two metaroced (net_af_packet on a veth
 # pair across two network namespaces), each dropping 1% of what it sends (--impair-tx, seeded),
 # daemon A capturing its frames (--pcap). Asserts:
-#   1. both sides --metaroce: write_bw and send_bw print "Transport: MetaRoCE" on both ends,
+#   1. both sides --metaroce: write_bw, send_bw and read_bw print "Transport: MetaRoCE" on both ends,
 #      --verify finds 0 corrupted bytes, the capture holds MetaRoCE opcodes (0xC0 | RC, shown by
 #      mrpcap dump as "MRC_...") on several UDP source ports (spraying), and the daemons'
 #      --stats-json shows sack_retransmits > 0 (selective repeat recovered the losses);
@@ -120,7 +120,7 @@ PY
 
 # ---- 1. both sides ask: MetaRoCE ----
 start both
-for t in write_bw send_bw; do
+for t in write_bw send_bw read_bw; do
 	perf "both-$t" $t "--metaroce --entropies 8" "--metaroce --entropies 8"
 	for s in client server; do
 		grep -q "Transport: MetaRoCE (8 entropies, cc none)" "$work/both-$t-$s.log" ||
