@@ -531,7 +531,7 @@ cell() { # TOOL ROLE MTU SIZENAME LOSS [VARIANT]: one cell, run again on failure
 guest_ipv6_gidx() { # G -> prints the GID index
 	local g=$1 a
 	a="${MR_RXE_PREFIX6}$((10 + g))"
-	mr_rxe_run "$tag" "$g" 30 "sysctl -qw net.ipv6.conf.eth0.disable_ipv6=0; /usr/bin/ip -6 addr add $a/64 dev eth0 nodad 2>/dev/null; want=\$(printf '2001:0002:0000:0000:0000:0000:0000:%04x' $((10 + g))); i=0; while [ \$i -lt 50 ]; do for f in /sys/class/infiniband/rxe0/ports/1/gids/*; do n=\${f##*/}; [ \"\$(cat \$f)\" = \"\$want\" ] && [ \"\$(cat /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/\$n 2>/dev/null)\" = 'RoCE v2' ] && { echo \$n; exit 0; }; done; sleep 0.1; i=\$((i + 1)); done; exit 1"
+	mr_rxe_run "$tag" "$g" 30 "sysctl -qw net.ipv6.conf.eth0.disable_ipv6=0; /usr/bin/ip -6 addr add $a/64 dev eth0 nodad 2>/dev/null; want=2001:0002:0000:0000:0000:0000:0000:00$((10 + g)); i=0; while [ \$i -lt 50 ]; do for f in /sys/class/infiniband/rxe0/ports/1/gids/*; do n=\${f##*/}; [ \"\$(cat \$f)\" = \"\$want\" ] && [ \"\$(cat /sys/class/infiniband/rxe0/ports/1/gid_attrs/types/\$n 2>/dev/null)\" = 'RoCE v2' ] && { echo \$n; exit 0; }; done; sleep 0.1; i=\$((i + 1)); done; exit 1"
 }
 ipv6_up() { # MTU: sets DUT_GIDX / PEER_GIDX; returns 1 if a side has no IPv6 GID
 	PEER_GIDX=$(guest_ipv6_gidx "$PEER") || { echo "interop-rxe: guest $PEER: no RoCE v2 GID for its IPv6 address" >&2; return 1; }
