@@ -20,8 +20,8 @@ done
 echo "== build (release, -Werror) =="
 meson setup build --wipe >/dev/null 2>&1 || meson setup build
 ninja -C build
-echo "== unit, simulation, tool, fuzz-corpus replay, DPDK, kernel (tc eBPF) and two-daemon integration tests =="
-meson test -C build --print-errorlogs --num-processes 2 --suite unit --suite sim --suite tools --suite fuzz --suite dpdk --suite kernel --suite integration
+echo "== unit, simulation, tool, fuzz-corpus replay, DPDK, kernel (tc eBPF), two-daemon integration and stock verbs binaries (metaroce-run) tests =="
+meson test -C build --print-errorlogs --num-processes 2 --suite unit --suite sim --suite tools --suite fuzz --suite dpdk --suite kernel --suite integration --suite verbs
 
 if [ "$asan" = 1 ]; then
 	echo "== unit, simulation, tool and fuzz-replay tests under ASan+UBSan =="
