@@ -1,6 +1,6 @@
 # Sourced by scripts: installs the Debian packages metaroce needs (idempotent, non-interactive).
 MR_DEPS=(meson ninja-build pkg-config gcc libcmocka-dev python3 python3-scapy libpcap-dev
-	dpdk libdpdk-dev libbpf-dev iproute2 ethtool clang llvm python3-matplotlib
+	dpdk libdpdk-dev libbpf-dev iproute2 ethtool clang llvm libclang-rt-14-dev python3-matplotlib
 	libibverbs-dev ibverbs-utils perftest rdma-core)  # stack/verbs builds on verbs.h; tests/verbs
 
 mr_install_deps() {
