@@ -115,6 +115,8 @@ struct mr_shard_snap {
 	uint64_t policy_upgrades;   /* QPs made MetaRoCE by [metaroce] peers */
 	struct mr_qp_stats qsum;
 	struct mr_ctx_stats cs;
+	struct mr_ctx_counts cnt;   /* live transport objects */
+	uint64_t txpool_in_use;     /* mbufs of this shard's tx pool in use (I/O shard: its own) */
 	struct mr_shm_server_stats ss;
 	unsigned int nsessions;
 	struct mr_qp_snap *qps;     /* cfg.max_qp entries */

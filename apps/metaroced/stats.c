@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <rte_mempool.h>
+
 #include "daemon.h"
 #include "backend.h"
 #include "dpdk/dpdk_port.h"
@@ -79,6 +81,9 @@ void mr_shard_snapshot(struct mr_daemon *d)
 	sn->qps_created = mr_backend_qps_created(d->be);
 	sn->policy_upgrades = mr_backend_policy_upgrades(d->be);
 	mr_ctx_get_stats(d->ctx, &sn->cs);
+	mr_ctx_get_counts(d->ctx, &sn->cnt);
+	sn->txpool_in_use = d->shard_id == 0 && d->txpool != NULL ?
+			    rte_mempool_in_use_count(d->txpool) : 0;
 	mr_shm_server_get_stats(d->srv, &sn->ss);
 	sn->nsessions = mr_shm_server_nsessions(d->srv);
 	sn->nqps = 0;

@@ -129,6 +129,33 @@ static void port_engine(struct mr_json *j, const struct mr_stats_view *v)
 	mr_json_obj_end(j);
 }
 
+/* Live objects, summed over shards: what a leak check compares once every app is gone. */
+static void objects(struct mr_json *j, const struct mr_stats_view *v)
+{
+	struct mr_ctx_counts c = {0};
+	uint64_t tx_mbufs = 0;
+
+	for (unsigned int i = 0; i < v->n; i++) {
+		const struct mr_shard_snap *sn = &v->shards[i]->snap;
+
+		c.qps += sn->cnt.qps;
+		c.pds += sn->cnt.pds;
+		c.mrs += sn->cnt.mrs;
+		c.cqs += sn->cnt.cqs;
+		c.srqs += sn->cnt.srqs;
+		tx_mbufs += sn->txpool_in_use;
+	}
+	mr_json_obj_begin(j, "objects");
+	mr_json_u64(j, "qps", c.qps);
+	mr_json_u64(j, "pds", c.pds);
+	mr_json_u64(j, "mrs", c.mrs);
+	mr_json_u64(j, "cqs", c.cqs);
+	mr_json_u64(j, "srqs", c.srqs);
+	mr_json_u64(j, "rx_mbufs_in_use", v->shards[0]->snap.ps.mbufs_in_use);
+	mr_json_u64(j, "tx_mbufs_in_use", tx_mbufs);
+	mr_json_obj_end(j);
+}
+
 static void transport(struct mr_json *j, const struct mr_stats_view *v)
 {
 	unsigned int i, k;
@@ -297,6 +324,7 @@ int mr_stats_json_write(const struct mr_stats_view *v, const char *path, bool fi
 	mr_json_bool(&j, "final", final);
 	mr_json_u64(&j, "time_ns", mr_now_ns());
 	port_engine(&j, v);
+	objects(&j, v);
 	transport(&j, v);
 	neigh_shm(&j, v);
 	impair(&j, v);

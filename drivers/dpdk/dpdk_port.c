@@ -627,6 +627,7 @@ int mr_dpdk_port_stats_get(struct mr_dpdk_port *port, struct mr_dpdk_port_stats 
 	st->ierrors = s.ierrors;
 	st->oerrors = s.oerrors;
 	st->rx_nombuf = s.rx_nombuf;
+	st->mbufs_in_use = rte_mempool_in_use_count(port->pool);
 	for (uint16_t q = 0; q < port->nb_queues; q++)
 		st->tx_buffer_drops += port->txq[q].dropped;
 	st->mbuf_alloc_fail = __atomic_load_n(&port->alloc_fail, __ATOMIC_RELAXED);

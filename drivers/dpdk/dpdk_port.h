@@ -143,6 +143,7 @@ struct mr_dpdk_port_stats {
 	uint64_t imissed, ierrors, oerrors, rx_nombuf;
 	uint64_t tx_buffer_drops; /* frames the tx buffers had to drop, all queues */
 	uint64_t mbuf_alloc_fail; /* mr_dpdk_port_mbuf_from_frame() failures */
+	uint64_t mbufs_in_use;    /* of the port's rx pool now (leak checks: idle = what the PMD holds) */
 };
 int mr_dpdk_port_stats_get(struct mr_dpdk_port *port, struct mr_dpdk_port_stats *st);
 int mr_dpdk_port_stats_reset(struct mr_dpdk_port *port);

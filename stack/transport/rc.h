@@ -44,6 +44,11 @@ struct mr_ctx_params {
 };
 
 struct mr_ctx *mr_ctx_create(const struct mr_ctx_params *p); /* NULL + errno on failure */
+/* Live objects of a ctx (leak checks: all 0 once every app is gone). */
+struct mr_ctx_counts {
+	uint32_t qps, pds, mrs, cqs, srqs;
+};
+void mr_ctx_get_counts(const struct mr_ctx *ctx, struct mr_ctx_counts *c);
 void mr_ctx_destroy(struct mr_ctx *ctx);
 
 /* ---- protection domains and memory regions (IBA 10.6) ---- */

@@ -344,6 +344,29 @@ void mr_ctx_on_timer(struct mr_ctx *ctx, uint64_t now)
 	}
 }
 
+static uint32_t rc_list_len(const struct rc_link *h)
+{
+	uint32_t n = 0;
+
+	for (const struct rc_link *l = h->next; l != h; l = l->next)
+		n++;
+	return n;
+}
+
+void mr_ctx_get_counts(const struct mr_ctx *ctx, struct mr_ctx_counts *c)
+{
+	memset(c, 0, sizeof(*c));
+	if (ctx == NULL)
+		return;
+	for (uint32_t i = 0; i < ctx->p.max_qp; i++)
+		c->qps += ctx->qp_tab[i] != NULL;
+	for (uint32_t i = 0; i < ctx->p.max_mr; i++)
+		c->mrs += ctx->mr_tab[i] != NULL;
+	c->pds = rc_list_len(&ctx->pds);
+	c->cqs = rc_list_len(&ctx->cqs);
+	c->srqs = rc_list_len(&ctx->srqs);
+}
+
 void mr_ctx_get_stats(const struct mr_ctx *ctx, struct mr_ctx_stats *st)
 {
 	if (ctx == NULL || st == NULL)

@@ -126,11 +126,22 @@ CONF
 
 itl_ns() { echo "mr-$ITL_TAG-$1"; }
 
+# LD_LIBRARY_PATH without metaroce's own libibverbs directory: meson puts it there for tests
+# that link the verbs library, and DPDK's mlx5 PMD plugin would then load the stand-in libmlx5
+# in the daemon ("Cannot init plugins").
+itl_daemon_ldpath() {
+	local out= d IFS=:
+	for d in ${LD_LIBRARY_PATH:-}; do
+		case "$d" in */stack/verbs/lib|*/stack/verbs/lib/) ;; *) out=${out:+$out:}$d ;; esac
+	done
+	echo "$out"
+}
+
 itl_daemon_start() { # N
 	local n=$1 p c
 	# ITL_DAEMON_ARGS: extra daemon options when debugging (e.g. "--stats-every 1").
 	# shellcheck disable=SC2086
-	ip netns exec "$(itl_ns "$n")" "$ITL_DAEMON" -c "$ITL_WORK/$n.conf" -v ${ITL_DAEMON_ARGS:-} -- \
+	ip netns exec "$(itl_ns "$n")" env LD_LIBRARY_PATH="$(itl_daemon_ldpath)" "$ITL_DAEMON" -c "$ITL_WORK/$n.conf" -v ${ITL_DAEMON_ARGS:-} -- \
 		--file-prefix="mrit$ITL_TAG$n" --no-huge -m 256 >> "$ITL_WORK/daemon-$n.log" 2>&1 &
 	p=$!
 	ITL_PIDS+=("$p")

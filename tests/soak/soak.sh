@@ -17,7 +17,8 @@
 #   - zero corrupted bytes: every mr_xfer generation that was not killed passed (any failure of
 #     a verifying app fails the soak), every mrperf run printed "0 corrupted";
 #   - nothing leaked: sessions 0 and opened == closed, QPs 0 (live and per shard), no frames
-#     held for ARP or queued in the impairment stages (--stats-json), no tx mbuf shortage;
+#     held for ARP or queued in the impairment stages (--stats-json), no tx mbuf shortage,
+#     no transport QP/PD/MR/CQ/SRQ left and no mbuf in use at exit ("objects");
 #   - the daemon's RSS at the end is within SOAK_RSS_TOL_KB (default 32 MiB) of its RSS after
 #     the warm-up (a quarter of the run, at most 120 s), when the load was already at its peak:
 #     the pools (DPDK heap of -m 256, af_packet rings, impairment queue) are touched by then, so
@@ -287,6 +288,13 @@ for n, j in (("a", a), ("b", b)):
     if j["port"]["mbuf_alloc_fail"] != 0 or en["tx_nombuf"] != 0:
         bad.append("%s: mbuf shortage (alloc_fail %d, tx_nombuf %d)" % (n, j["port"]["mbuf_alloc_fail"], en["tx_nombuf"]))
     if j["parse_drops"]["total"] != 0: bad.append("%s: parse drops %s" % (n, j["parse_drops"]))
+    # Every transport object of every app is gone, and no mbuf is kept: at exit with no session
+    # nothing may hold one but a PMD's rx ring (af_packet holds none; one burst of slack).
+    o = j["objects"]
+    for k in ("qps", "pds", "mrs", "cqs", "srqs"):
+        if o[k] != 0: bad.append("%s: %d %s left in the transport" % (n, o[k], k))
+    if o["rx_mbufs_in_use"] + o["tx_mbufs_in_use"] > 32:
+        bad.append("%s: mbufs still in use at exit: rx %d, tx %d" % (n, o["rx_mbufs_in_use"], o["tx_mbufs_in_use"]))
     t = imp["tx"]
     if not (t["dropped"]["total"] > 0 and t["reordered"] > 0 and t["duplicated"] > 0):
         bad.append("%s: impairment did not drop/reorder/duplicate: %s" % (n, t))
@@ -294,9 +302,10 @@ for n, j in (("a", a), ("b", b)):
     r0, r1 = rss[n]
     grow = r1 - r0
     if not asan and grow > tol: bad.append("%s: RSS grew %d kB after the warm-up (%d -> %d, tolerance %d)" % (n, grow, r0, r1, tol))
-    print("soak: daemon %s: sessions opened=closed=%d, qps_created %d, tx dropped %d reordered %d duplicated %d of %d frames, retransmits %d (sack %d), timeouts %d, RSS %d -> %d kB (%+d)%s"
+    print("soak: daemon %s: sessions opened=closed=%d, qps_created %d, tx dropped %d reordered %d duplicated %d of %d frames, retransmits %d (sack %d), timeouts %d, RSS %d -> %d kB (%+d)%s; left at exit: %d QPs %d PDs %d MRs %d CQs %d SRQs, mbufs in use rx %d tx %d"
           % (n, sh["sessions_opened"], sum(s["qps_created"] for s in j["shards"]), t["dropped"]["total"], t["reordered"], t["duplicated"], t["frames"],
-             tr["sum"]["retransmits"], tr["sum"]["sack_retransmits"], tr["sum"]["timeouts"], r0, r1, grow, " (ASan: RSS not asserted)" if asan else ""))
+             tr["sum"]["retransmits"], tr["sum"]["sack_retransmits"], tr["sum"]["timeouts"], r0, r1, grow, " (ASan: RSS not asserted)" if asan else "",
+             o["qps"], o["pds"], o["mrs"], o["cqs"], o["srqs"], o["rx_mbufs_in_use"], o["tx_mbufs_in_use"]))
 for m in bad: print("soak: FAIL: " + m)
 sys.exit(1 if bad else 0)
 PY
