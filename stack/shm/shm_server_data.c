@@ -188,6 +188,25 @@ static void cq_notify(struct mr_shm_session *s, struct mr_shm_cq *cq, bool solic
 		s->srv->st.events_refused++;
 }
 
+/* A CQ armed while it still holds entries the app has not consumed raises an event too, as
+ * mlx5 does (its arm doorbell carries the consumer index): verbs applications that poll a
+ * single entry per event (perftest's -e latency loops) otherwise wait forever for the entries
+ * that arrived before their arm (IBA 11.4.2.2 only promises an event for the next entry, so
+ * this adds events, never removes one). Spurious wake-ups (the app polls the entries before
+ * reading the event) are allowed by verbs. Checked whenever nothing new was published. */
+static void cq_notify_pending(struct mr_shm_session *s, struct mr_shm_cq *cq)
+{
+	if (atomic_load_explicit(&cq->ring->notify_req, memory_order_relaxed) == cq->notify_done)
+		return;
+	/* Seeing the arm, read the consumer index after it: the app arms before it polls. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&cq->ring->cons, memory_order_acquire) == cq->prod)
+		return;
+	/* Whether the pending entries were solicited is not known any more: a solicited-only
+	 * arm waits for the next solicited entry. */
+	cq_notify(s, cq, false);
+}
+
 int mr_shm_cq_drain(struct mr_shm_session *s, struct mr_shm_cq *cq)
 {
 	struct mr_wc wc[CQ_BUDGET];
@@ -195,12 +214,16 @@ int mr_shm_cq_drain(struct mr_shm_session *s, struct mr_shm_cq *cq)
 	bool sol = false;
 	int n, i;
 
-	if (room == 0)
+	if (room == 0) {
+		cq_notify_pending(s, cq);
 		return 0; /* app is slow: completions wait in the backend CQ */
+	}
 	n = s->srv->ops->poll_cq(s->srv->be, cq->be, room < CQ_BUDGET ? (int)room : CQ_BUDGET,
 				 wc);
-	if (n <= 0)
+	if (n <= 0) {
+		cq_notify_pending(s, cq);
 		return 0;
+	}
 	for (i = 0; i < n; i++) {
 		cq_push(cq, &wc[i]);
 		sol |= wc[i].opcode >= MR_WC_RECV || wc[i].status != MR_WC_SUCCESS;

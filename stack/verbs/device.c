@@ -293,6 +293,9 @@ static void fill_device_attr(const struct mv_context *c, struct ibv_device_attr 
 	a->max_qp_init_rd_atom = MV_MAX_RD_ATOMIC;
 	a->atomic_cap = IBV_ATOMIC_HCA;   /* atomics are executed by one engine per QP */
 	a->max_pkeys = 1;
+	a->max_srq = (int)p->max_qp;
+	a->max_srq_wr = (int)p->max_qp_wr;
+	a->max_srq_sge = (int)p->max_sge;
 	a->local_ca_ack_delay = 15;       /* rxe's value (4.096 us * 2^15) */
 	a->phys_port_cnt = 1;
 }

@@ -389,7 +389,7 @@ MV_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ib
 	return EOPNOTSUPP;
 }
 
-/* ---- unsupported: UD address handles, multicast, SRQs, object import ---- */
+/* ---- unsupported: UD address handles, multicast, object import ---- */
 MV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
 	(void)pd, (void)attr;
@@ -428,33 +428,6 @@ MV_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint
 MV_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
 	(void)qp, (void)gid, (void)lid;
-	return EOPNOTSUPP;
-}
-
-#undef ibv_create_srq
-MV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
-{
-	(void)pd, (void)attr;
-	mv_warn("ibv_create_srq: shared receive queues are not supported yet");
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-MV_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
-{
-	(void)srq, (void)attr, (void)mask;
-	return EOPNOTSUPP;
-}
-
-MV_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
-{
-	(void)srq, (void)attr;
-	return EOPNOTSUPP;
-}
-
-MV_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
-{
-	(void)srq;
 	return EOPNOTSUPP;
 }
 

@@ -105,7 +105,7 @@ int mv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
 	return 0;
 }
 
-static int recv_wr_from(struct mr_recv_wr *m, const struct ibv_recv_wr *w)
+int mv_recv_wr_from(struct mr_recv_wr *m, const struct ibv_recv_wr *w)
 {
 	int i;
 
@@ -135,7 +135,7 @@ int mv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr *
 		int n = 0, rc = 0, posted;
 
 		for (w = first; w != NULL && n < BATCH; w = w->next, n++) {
-			rc = recv_wr_from(&batch[n], w);
+			rc = mv_recv_wr_from(&batch[n], w);
 			if (rc != 0)
 				break;
 		}
@@ -164,13 +164,6 @@ int mv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr *
 		}
 	}
 	return 0;
-}
-
-int mv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
-{
-	(void)srq;
-	*bad = wr;
-	return EOPNOTSUPP;
 }
 
 /* ---- ibv_qp_ex: the work-request builders ---- */

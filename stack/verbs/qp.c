@@ -25,21 +25,32 @@ static struct ibv_qp *create(struct ibv_context *context, struct ibv_qp_init_att
 		return NULL;
 	}
 	c = mv_ctx(context);
-	/* UD/UC/XRC/raw packet QPs, SRQs and the creation flags need transport support that
+	/* UD/UC/XRC/raw packet QPs and the creation flags need transport support that
 	 * metaroce does not have yet. */
-	if (a->qp_type != IBV_QPT_RC || a->srq != NULL ||
+	if (a->qp_type != IBV_QPT_RC ||
 	    (a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
 					IBV_QP_INIT_ATTR_CREATE_FLAGS)) ||
 	    ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags != 0) ||
 	    ((a->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	     (a->send_ops_flags & ~(uint64_t)MV_SEND_OPS))) {
-		mv_log("ibv_create_qp: only RC QPs without SRQ (type %d)", (int)a->qp_type);
+		mv_log("ibv_create_qp: only RC QPs (type %d)", (int)a->qp_type);
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
 	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || a->pd == NULL) {
 		errno = EINVAL;
 		return NULL;
+	}
+	if (a->srq != NULL && a->srq->pd != a->pd) {
+		/* IBA 10.2.9.1: a QP and its SRQ belong to the same PD. */
+		mv_warn("ibv_create_qp: the SRQ belongs to another PD");
+		errno = EINVAL;
+		return NULL;
+	}
+	/* With an SRQ the receive capabilities are ignored (ibv_create_qp(3)). */
+	if (a->srq != NULL) {
+		a->cap.max_recv_wr = 0;
+		a->cap.max_recv_sge = 0;
 	}
 	if (a->cap.max_inline_data > c->port.max_inline_data ||
 	    a->cap.max_send_sge > c->port.max_sge || a->cap.max_recv_sge > c->port.max_sge ||
@@ -60,6 +71,7 @@ static struct ibv_qp *create(struct ibv_context *context, struct ibv_qp_init_att
 	init.max_recv_sge = a->cap.max_recv_sge;
 	init.max_inline_data = a->cap.max_inline_data;
 	init.sq_sig_all = a->sq_sig_all != 0;
+	init.srq = a->srq != NULL ? ((struct mv_srq *)a->srq)->m : NULL;
 	q->m = mrc_create_qp(((struct mv_pd *)a->pd)->m, &init);
 	if (q->m == NULL) {
 		e = errno;
@@ -73,6 +85,10 @@ static struct ibv_qp *create(struct ibv_context *context, struct ibv_qp_init_att
 	q->cap.max_send_sge = caps.max_send_sge;
 	q->cap.max_recv_sge = caps.max_recv_sge;
 	q->cap.max_inline_data = caps.max_inline_data;
+	if (a->srq != NULL) {
+		q->cap.max_recv_wr = 0;
+		q->cap.max_recv_sge = 0;
+	}
 	a->cap = q->cap;   /* verbs returns the granted capabilities */
 	q->ctx = c;
 	q->sq_sig_all = a->sq_sig_all != 0;
@@ -81,7 +97,7 @@ static struct ibv_qp *create(struct ibv_context *context, struct ibv_qp_init_att
 	q->qpx.qp_base.pd = a->pd;
 	q->qpx.qp_base.send_cq = a->send_cq;
 	q->qpx.qp_base.recv_cq = a->recv_cq;
-	q->qpx.qp_base.srq = NULL;
+	q->qpx.qp_base.srq = a->srq;
 	q->qpx.qp_base.qp_num = mrc_qp_num(q->m);
 	q->qpx.qp_base.handle = q->qpx.qp_base.qp_num;
 	q->qpx.qp_base.state = IBV_QPS_RESET;
@@ -328,7 +344,7 @@ MV_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask
 	init->qp_context = qp->qp_context;
 	init->send_cq = qp->send_cq;
 	init->recv_cq = qp->recv_cq;
-	init->srq = NULL;
+	init->srq = qp->srq;
 	init->cap = q->cap;
 	init->qp_type = IBV_QPT_RC;
 	init->sq_sig_all = q->sq_sig_all;

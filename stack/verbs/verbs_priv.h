@@ -70,6 +70,15 @@ struct mv_cq {
 	int ncur, icur;
 };
 
+struct mv_srq {
+	struct ibv_srq srq;
+	struct mrc_srq *m;
+	struct mv_context *ctx;
+	pthread_mutex_t lock;          /* ibv_post_srq_recv may be called from any thread */
+	uint32_t max_wr, max_sge;      /* granted */
+	uint32_t limit;                /* IBV_SRQ_LIMIT: kept and reported, no event yet */
+};
+
 struct mv_qp {
 	struct ibv_qp_ex qpx;          /* ibv_qp is its prefix (ibv_qp_to_qp_ex) */
 	struct mrc_qp *m;
@@ -117,9 +126,12 @@ struct ibv_qp *mv_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex
 /* post.c */
 int mv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int mv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
-int mv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int mv_recv_wr_from(struct mr_recv_wr *m, const struct ibv_recv_wr *w);
 void mv_qp_ex_init(struct mv_qp *q);
 void mv_qp_ex_fini(struct mv_qp *q);
+
+/* srq.c */
+int mv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 
 /* mr.c */
 void mv_mrs_release(struct mv_context *c);

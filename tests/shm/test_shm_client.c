@@ -591,6 +591,63 @@ static void test_event_fd(void **state)
 	env_close(&e);
 }
 
+static void wait_ready(struct mrc_cq *cq, int n)
+{
+	int i;
+
+	for (i = 0; i < 5000 && mrc_cq_ready(cq) < n; i++)
+		usleep(1000);
+	assert_int_equal(mrc_cq_ready(cq), n);
+}
+
+/* Issue 9 (ib_send_lat -e hung at the end): an arm finding entries the app has not polled
+ * yet wakes it without any new entry (as mlx5's arm with the consumer index does), so an app
+ * that takes one entry per event gets every entry. Before: it waited forever. */
+static void test_event_armed_with_pending(void **state)
+{
+	struct harness *h = *state;
+	struct env e;
+	struct mr_wc w = { .wr_id = 20, .opcode = MR_WC_SEND }, out;
+	struct pollfd pfd;
+	int i;
+
+	env_open(h, &e, 8, true);
+	pfd.fd = mrc_cq_event_fd(e.cq);
+	pfd.events = POLLIN;
+	/* Two entries published while unarmed: no event. */
+	assert_int_equal(fake_cq_push(&h->fb, 0, &w), 0);
+	w.wr_id = 21;
+	assert_int_equal(fake_cq_push(&h->fb, 0, &w), 0);
+	wait_ready(e.cq, 2);
+	assert_int_equal(poll(&pfd, 1, 100), 0);
+	/* perftest's loop: event, arm, poll one. Each arm with an entry left wakes once. */
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(mrc_req_notify_cq(e.cq, false), 0);
+		assert_int_equal(poll(&pfd, 1, 5000), 1);
+		assert_int_equal(mrc_cq_ack_events(e.cq), 1);
+		assert_int_equal(mrc_poll_cq(e.cq, 1, &out), 1);
+		assert_int_equal(out.wr_id, 20 + (uint64_t)i);
+	}
+	/* Empty and armed: nothing until the next entry, then exactly one event. */
+	assert_int_equal(mrc_req_notify_cq(e.cq, false), 0);
+	assert_int_equal(poll(&pfd, 1, 100), 0);
+	w.wr_id = 22;
+	assert_int_equal(fake_cq_push(&h->fb, 0, &w), 0);
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	assert_int_equal(mrc_cq_ack_events(e.cq), 1);
+	assert_int_equal(poll_n(e.cq, &out, 1), 1);
+	assert_int_equal(out.wr_id, 22);
+	assert_int_equal(poll(&pfd, 1, 100), 0);
+	/* Solicited only: a pending send completion does not wake (IBA 11.4.2.2). */
+	w.wr_id = 23;
+	assert_int_equal(fake_cq_push(&h->fb, 0, &w), 0);
+	wait_ready(e.cq, 1);
+	assert_int_equal(mrc_req_notify_cq(e.cq, true), 0);
+	assert_int_equal(poll(&pfd, 1, 100), 0);
+	assert_int_equal(poll_n(e.cq, &out, 1), 1);
+	env_close(&e);
+}
+
 /* Issue 8 defect 5a: an app that makes its end of the wake-up blocking and never drains it,
  * while arming and getting completions far more often than the socket buffer holds, cannot
  * stall the engine: later completions still arrive at once, another CQ's wake-ups still
@@ -1468,6 +1525,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_post_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_completions_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_event_fd, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_event_armed_with_pending, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_event_fd_flood, setup, teardown),
 		cmocka_unit_test(test_session_quotas),
 		cmocka_unit_test_setup_teardown(test_read_beyond_psn_space, setup, teardown),

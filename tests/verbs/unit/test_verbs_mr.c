@@ -5,7 +5,8 @@
  * immediate, atomics, the ibv_wr_* API, inline), guard bytes around an MR intact after remote
  * WRITEs at its very edges and rejected ones just beyond them, overlapping and adjacent
  * registrations sharing pages, pages private again after the last deregistration, fork
- * giving the child a private copy, completion channels, and the documented errors of what
+ * giving the child a private copy, completion channels, shared receive queues, and the
+ * documented errors of what
  * metaroce does not support.
  *
  * Usage: test_verbs_mr SHM_LOOPD        (unit suite: starts the loopback stand-in daemon)
@@ -717,13 +718,18 @@ static void test_rejects(void **state)
 		assert_int_equal(errno, EOPNOTSUPP);
 		munmap(shm, 2 << 20);
 	}
-	/* Unsupported objects and QP types. */
+	/* SRQ sizes beyond the device's limits. */
 	memset(&sa, 0, sizeof(sa));
-	sa.attr.max_wr = 16;
-	sa.attr.max_sge = 1;
+	sa.attr.max_wr = 0;
 	errno = 0;
 	assert_null(ibv_create_srq(p.pd, &sa));
-	assert_int_equal(errno, EOPNOTSUPP);
+	assert_int_equal(errno, EINVAL);
+	sa.attr.max_wr = 16;
+	sa.attr.srq_limit = 17;
+	errno = 0;
+	assert_null(ibv_create_srq(p.pd, &sa));
+	assert_int_equal(errno, EINVAL);
+	/* Unsupported QP types. */
 	memset(&ia, 0, sizeof(ia));
 	ia.send_cq = p.cq;
 	ia.recv_cq = p.cq;
@@ -821,6 +827,166 @@ static void test_close_with_mrs(void **state)
 	free(buf);
 }
 
+/* Shared receive queue: two QPs (a <-> b) take their receives from one SRQ, in posting
+ * order, each completion naming the QP that received; the documented errors. The stand-in
+ * daemon (unit suite) has no SRQ backend: there ibv_create_srq must say EOPNOTSUPP. */
+static void test_srq(void **state)
+{
+	enum { N = 8, LEN = 512 };
+	struct pair p;
+	struct ibv_srq_init_attr sa;
+	struct ibv_srq_attr q;
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_init_attr qi;
+	struct ibv_qp_attr qa;
+	struct ibv_srq *srq;
+	struct ibv_pd *pd2;
+	struct ibv_qp *qa_, *qb;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	struct ibv_recv_wr rw[N], *bad;
+	struct ibv_sge rs[N], ss;
+	struct ibv_send_wr sw, *sbad;
+	uint8_t *buf = calloc(2 * N, LEN);   /* [0, N): receive buffers, [N, 2N): sources */
+	uint64_t next_wr = 100;
+	int i, got_a = 0, got_b = 0, sends = 0, recvs = 0;
+
+	(void)state;
+	assert_non_null(buf);
+	pair_up(&p, false, false);
+	memset(&sa, 0, sizeof(sa));
+	sa.attr.max_wr = N;
+	sa.attr.max_sge = 1;
+	sa.attr.srq_limit = 2;
+	sa.srq_context = &p;
+	errno = 0;
+	srq = ibv_create_srq(p.pd, &sa);
+	if (srq == NULL && g_loopd > 0) {
+		assert_int_equal(errno, EOPNOTSUPP);
+		pair_down(&p);
+		free(buf);
+		return;
+	}
+	assert_non_null(srq);
+	assert_ptr_equal(srq->srq_context, &p);
+	assert_true(sa.attr.max_wr >= N);
+	assert_int_equal(ibv_query_srq(srq, &q), 0);
+	assert_int_equal(q.max_wr, sa.attr.max_wr);
+	assert_int_equal(q.max_sge, 1);
+	assert_int_equal(q.srq_limit, 2);
+	q.srq_limit = 5;
+	assert_int_equal(ibv_modify_srq(srq, &q, IBV_SRQ_LIMIT), 0);
+	memset(&q, 0, sizeof(q));
+	assert_int_equal(ibv_query_srq(srq, &q), 0);
+	assert_int_equal(q.srq_limit, 5);
+	q.srq_limit = q.max_wr + 1;
+	assert_int_equal(ibv_modify_srq(srq, &q, IBV_SRQ_LIMIT), EINVAL);
+	q.max_wr = 2 * N;
+	assert_int_equal(ibv_modify_srq(srq, &q, IBV_SRQ_MAX_WR), EOPNOTSUPP);
+	/* Two QPs on the SRQ, connected to each other. */
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = p.cq;
+	ia.recv_cq = p.cq;
+	ia.srq = srq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 16;
+	ia.cap.max_recv_wr = 16;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	qa_ = ibv_create_qp(p.pd, &ia);
+	assert_non_null(qa_);
+	assert_int_equal(ia.cap.max_recv_wr, 0);   /* receives are the SRQ's */
+	qb = ibv_create_qp(p.pd, &ia);
+	assert_non_null(qb);
+	assert_ptr_equal(qb->srq, srq);
+	assert_int_equal(ibv_query_qp(qb, &qa, 0, &qi), 0);
+	assert_ptr_equal(qi.srq, srq);
+	/* IBA 10.2.9.1: the SRQ belongs to the QP's PD. */
+	pd2 = ibv_alloc_pd(p.ctx);
+	assert_non_null(pd2);
+	errno = 0;
+	assert_null(ibv_create_qp(pd2, &ia));
+	assert_int_equal(errno, EINVAL);
+	connect_qp(qa_, qb->qp_num);
+	connect_qp(qb, qa_->qp_num);
+	mr = ibv_reg_mr(p.pd, buf, 2 * N * LEN, ACC);
+	assert_non_null(mr);
+	for (i = 0; i < N; i++)
+		fill(buf + (N + i) * LEN, LEN, 1000 + i);
+	/* A chain of N receives in one call; the ring holds exactly them. */
+	for (i = 0; i < N; i++) {
+		rs[i] = (struct ibv_sge){ (uintptr_t)(buf + i * LEN), LEN, mr->lkey };
+		rw[i] = (struct ibv_recv_wr){ .wr_id = next_wr + i, .sg_list = &rs[i], .num_sge = 1,
+					      .next = i + 1 < N ? &rw[i + 1] : NULL };
+	}
+	assert_int_equal(ibv_post_srq_recv(srq, rw, &bad), 0);
+	/* Not through the QP's own RQ. */
+	rw[0].next = NULL;
+	bad = NULL;
+	assert_int_equal(ibv_post_recv(qb, rw, &bad), EINVAL);
+	assert_ptr_equal(bad, &rw[0]);
+	/* Too many SGEs for the SRQ: refused, that WR reported. */
+	{
+		struct ibv_sge two[2] = { rs[0], rs[1] };
+		struct ibv_recv_wr w2 = { .wr_id = 1, .sg_list = two, .num_sge = 2 };
+
+		bad = NULL;
+		assert_int_not_equal(ibv_post_srq_recv(srq, &w2, &bad), 0);
+		assert_ptr_equal(bad, &w2);
+	}
+	/* Still in use. */
+	assert_int_equal(ibv_destroy_srq(srq), EBUSY);
+	/* N SENDs, alternately a -> b and b -> a, one at a time: the i-th message lands in the
+	 * i-th posted receive (posting order), on the QP it was sent to. */
+	for (i = 0; i < N; i++) {
+		struct ibv_qp *from = (i & 1) ? qb : qa_, *to = (i & 1) ? qa_ : qb;
+		int k, seen_recv = 0;
+
+		ss = (struct ibv_sge){ (uintptr_t)(buf + (N + i) * LEN), LEN - i, mr->lkey };
+		memset(&sw, 0, sizeof(sw));
+		sw.wr_id = 10 + i;
+		sw.sg_list = &ss;
+		sw.num_sge = 1;
+		sw.opcode = IBV_WR_SEND;
+		sw.send_flags = IBV_SEND_SIGNALED;
+		assert_int_equal(ibv_post_send(from, &sw, &sbad), 0);
+		for (k = 0; k < 2; k++) {
+			wc = wait_wc(&p);
+			assert_int_equal(wc.status, IBV_WC_SUCCESS);
+			if (wc.opcode == IBV_WC_SEND) {
+				assert_int_equal(wc.wr_id, 10 + i);
+				assert_int_equal(wc.qp_num, from->qp_num);
+				sends++;
+				continue;
+			}
+			assert_int_equal(wc.opcode, IBV_WC_RECV);
+			assert_int_equal(wc.wr_id, next_wr + i);
+			assert_int_equal(wc.qp_num, to->qp_num);
+			assert_int_equal(wc.byte_len, LEN - i);
+			assert_memory_equal(buf + i * LEN, buf + (N + i) * LEN, LEN - i);
+			if (to == qa_)
+				got_a++;
+			else
+				got_b++;
+			seen_recv++;
+			recvs++;
+		}
+		assert_int_equal(seen_recv, 1);
+	}
+	assert_int_equal(sends, N);
+	assert_int_equal(recvs, N);
+	assert_int_equal(got_a, N / 2);
+	assert_int_equal(got_b, N / 2);
+	assert_int_equal(ibv_destroy_qp(qa_), 0);
+	assert_int_equal(ibv_destroy_srq(srq), EBUSY);   /* qb still uses it */
+	assert_int_equal(ibv_destroy_qp(qb), 0);
+	assert_int_equal(ibv_destroy_srq(srq), 0);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(ibv_dealloc_pd(pd2), 0);
+	pair_down(&p);
+	free(buf);
+}
+
 static void stop_loopd(void)
 {
 	if (g_loopd > 0) {
@@ -842,6 +1008,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_wr_api_inline_and_events),
 		cmocka_unit_test(test_rejects),
 		cmocka_unit_test(test_close_with_mrs),
+		cmocka_unit_test(test_srq),
 	};
 	char dir[] = "/tmp/mr-verbs-XXXXXX";
 	struct stat st;
