@@ -257,11 +257,17 @@ static bool mrt_rx_read(struct mr_qp *qp, const struct mr_pkt *pkt, bool dup)
 		mrt_resp_fatal(qp, MR_NAK_INVALID_REQ, h->psn);
 		return false;
 	}
-	if (qp->resp.rd_pending >= qp->attr.max_dest_rd_atomic) {
-		if (!dup) /* IBA 9.7.5.2.2: more than the responder resources */
-			mrt_resp_fatal(qp, MR_NAK_INVALID_REQ, h->psn);
-		else
-			qp->stats.dropped++;
+	/* IBA 9.7.5.2.2: more new requests outstanding than the responder resources is an invalid
+	 * request. Responses queued for duplicates do not count: with spraying a re-request can be
+	 * spurious (the "lost" responses were only late), the requester then finishes the chunk and
+	 * legally issues a new READ while the re-served copy is still queued here. Duplicates get
+	 * what room is left and are dropped (re-requested later) when there is none. */
+	if (!dup && qp->resp.rd_pending - qp->resp.rd_dups >= qp->attr.max_dest_rd_atomic) {
+		mrt_resp_fatal(qp, MR_NAK_INVALID_REQ, h->psn);
+		return false;
+	}
+	if (dup && qp->resp.rd_pending >= qp->attr.max_dest_rd_atomic) {
+		qp->stats.dropped++;
 		return false;
 	}
 	if (qp->resp.ring_count + 2 > RC_RESP_RING) {
@@ -291,7 +297,9 @@ static bool mrt_rx_read(struct mr_qp *qp, const struct mr_pkt *pkt, bool dup)
 	e->off = h->mreth.offset;
 	e->msg_len = h->mreth.msg_len;
 	e->path = h->mreth.path;
+	e->dup = dup;
 	qp->resp.rd_pending++;
+	qp->resp.rd_dups += dup;
 	return true;
 }
 
@@ -359,6 +367,7 @@ static void mrt_resp_abort_psn(struct mr_qp *qp, uint32_t psn)
 
 		if ((e->kind == RC_RESP_READ || e->kind == RC_RESP_ATOMIC) && e->psn == psn) {
 			qp->resp.rd_pending--;
+			qp->resp.rd_dups -= e->dup;
 			continue;
 		}
 		if (kept != i)
@@ -390,7 +399,9 @@ static void mrt_rx_duplicate(struct mr_qp *qp, const struct mr_pkt *pkt, uint8_t
 			e->kind = RC_RESP_ATOMIC;
 			e->psn = pkt->hdr.psn;
 			e->orig = res->orig;
+			e->dup = true;
 			qp->resp.rd_pending++;
+			qp->resp.rd_dups++;
 			return;
 		}
 		qp->stats.dropped++;
@@ -645,6 +656,7 @@ int mrt_resp_tx(struct mr_qp *qp, uint64_t now, struct mr_tx_pkt *out)
 		h->psn = e->psn;
 		h->atmack = e->orig;
 		qp->resp.rd_pending--;
+		qp->resp.rd_dups -= e->dup;
 		break;
 	default: {
 		uint32_t mtu = rc_mtu(qp), n = e->left < mtu ? e->left : mtu;
@@ -685,8 +697,10 @@ int mrt_resp_tx(struct mr_qp *qp, uint64_t now, struct mr_tx_pkt *out)
 		e->left -= n;
 		e->first_psn++;
 		done = e->first_psn >= cnt;
-		if (done)
+		if (done) {
 			qp->resp.rd_pending--;
+			qp->resp.rd_dups -= e->dup;
+		}
 		break;
 	}
 	}

@@ -153,6 +153,7 @@ struct rc_resp {
 	uint64_t orig;       /* atomic: original value */
 	uint32_t msg_seq, off, msg_len; /* MetaRoCE READ responses: MRETH fields */
 	uint16_t path;       /* MetaRoCE READ: the request's entropy, where spraying starts */
+	bool dup;            /* MetaRoCE: queued for a duplicate request (counted in rd_dups) */
 };
 
 /* Responder resources for duplicate READ/atomic requests (IBA 9.4.5, 9.7.5.1): a duplicate
@@ -231,6 +232,7 @@ struct mr_qp {
 		uint32_t since_ack;
 		uint64_t ack_deadline;  /* delayed-ACK flush, UINT64_MAX when idle */
 		uint32_t rd_pending;    /* READ/atomic responses queued */
+		uint32_t rd_dups;       /* MetaRoCE: of those, queued for duplicate requests */
 		struct rc_resp ring[RC_RESP_RING];
 		uint32_t ring_head, ring_count;
 		struct rc_rd_res res[RC_MAX_RD_ATOMIC];

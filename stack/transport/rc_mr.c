@@ -146,6 +146,8 @@ static void rc_mr_revoke(struct mr_qp *qp, uint32_t key)
 		e->left = 0;
 		if (qp->resp.rd_pending > 0)
 			qp->resp.rd_pending--;
+		qp->resp.rd_dups -= e->dup;
+		e->dup = false;
 		nak = true;
 	}
 	if ((fail || nak) && qp->state != MR_QPS_ERR)
