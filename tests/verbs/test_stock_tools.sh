@@ -10,7 +10,8 @@
 # and a positive figure (scripts/lib/perf_check.sh). A cell whose verbs call the library
 # refuses (EOPNOTSUPP/ENOSYS: "Operation not supported", "Function not implemented",
 # "Couldn't create SRQ") is reported UNSUP with the tool's message and does not fail the test
-# (MR_STOCK_STRICT=1 makes it fail); anything else failing fails the test.
+# (MR_STOCK_STRICT=1 makes it fail); cells named in MR_STOCK_KNOWN (open bugs, docs/verbs.md)
+# that fail are reported KNOWN; anything else failing fails the test.
 # Exit 0 pass, 1 fail, 77 skip (not root, no netns, Debian's perftest / ibverbs-utils missing).
 # Usage: test_stock_tools.sh BUILD_DIR [CELL_FILTER_REGEX]   (ITL_KEEP=1 keeps the logs)
 set -u
@@ -32,7 +33,7 @@ listening() { ss -ltnH "sport = :$1" 2>/dev/null | grep -q .; }
 listening_or_gone() { listening "$1" || ! kill -0 "$2" 2>/dev/null; }
 unsupported() { grep -h -m 1 -i -E "operation not supported|function not implemented|couldn't create srq|failed to create srq" "$@"; }
 port=$((20000 + $$ % 20000))
-passed=0 failed=0 unsup=0 failed_ids= unsup_ids=
+passed=0 failed=0 unsup=0 known=0 failed_ids= unsup_ids= known_ids=
 
 # cell ID IB_MTU KIND SIZE ITERS CMD...: server (daemon B) / client (daemon A) pair. KIND: bw,
 # lat, pingpong (checked per side; READ/atomic latency servers are passive), or all-bw/all-lat
@@ -75,11 +76,17 @@ cell() {
 		if [ $? = 0 ]; then detail="server $fs client $fc"
 		else st=FAIL detail="${fc:-$fs}"; fi
 	fi
+	# MR_STOCK_KNOWN: cells with an open bug (docs/verbs.md "Known issues"): still run and
+	# printed, reported KNOWN instead of failing the test; a KNOWN cell that passes says so.
+	case " ${MR_STOCK_KNOWN:-} " in
+	*" $id "*) [ "$st" = FAIL ] && st=KNOWN detail="known issue: $detail" ;;
+	esac
 	printf '%s: %-5s %-34s %6s ms  %s\n' "$ITL_NAME" "$st" "$id" \
 		"$(( ($(date +%s%N) - t0) / 1000000 ))" "$detail"
 	case "$st" in
 	PASS) passed=$((passed + 1)) ;;
 	UNSUP) unsup=$((unsup + 1)); unsup_ids="$unsup_ids $id" ;;
+	KNOWN) known=$((known + 1)); known_ids="$known_ids $id" ;;
 	*) failed=$((failed + 1)); failed_ids="$failed_ids $id"
 		tail -n 4 "$ITL_WORK/$id-srv.log" | sed 's/^/    server| /'
 		tail -n 4 "$ITL_WORK/$id-cli.log" 2>/dev/null | sed 's/^/    client| /' ;;
@@ -129,7 +136,7 @@ for mtu in 1500 9000; do
 	itl_daemon_stop a
 	itl_daemon_stop b
 done
-echo "$ITL_NAME: $passed passed, $failed failed, $unsup unsupported by the library"
+echo "$ITL_NAME: $passed passed, $failed failed, $unsup unsupported by the library, $known known issues${known_ids:+ (}${known_ids# }${known_ids:+)}"
 [ "$unsup" = 0 ] || echo "$ITL_NAME: unsupported:$unsup_ids"
 [ "$failed" = 0 ] || itl_fail "failed:$failed_ids"
 [ "${MR_STOCK_STRICT:-0}" = 0 ] || [ "$unsup" = 0 ] || itl_fail "MR_STOCK_STRICT: unsupported cells:$unsup_ids"
