@@ -247,6 +247,12 @@ MV_EXPORT int ibv_close_device(struct ibv_context *context)
 	 * their pages back to the process (mv_mrs_release). */
 	mrc_close(c->s);
 	mv_mrs_release(c);
+	while (c->pds != NULL) { /* PDs the app left: their daemon objects went with the session */
+		struct mv_pd *pd = c->pds;
+
+		c->pds = pd->next;
+		free(pd);
+	}
 	pthread_mutex_destroy(&c->mr_lock);
 	close(context->async_fd);
 	pthread_mutex_destroy(&context->mutex);

@@ -39,6 +39,12 @@ MV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	}
 	pd->pd.context = context;
 	pd->pd.handle = 0;
+	pthread_mutex_lock(&c->mr_lock);
+	pd->next = c->pds;
+	if (c->pds != NULL)
+		c->pds->prev = pd;
+	c->pds = pd;
+	pthread_mutex_unlock(&c->mr_lock);
 	return &pd->pd;
 }
 
@@ -52,8 +58,21 @@ MV_EXPORT int ibv_dealloc_pd(struct ibv_pd *ibpd)
 	rc = mrc_dealloc_pd(pd->m);
 	if (rc < 0)
 		return mv_err(mv_ctx(ibpd->context)->s, rc, "ibv_dealloc_pd");
+	mv_pd_unlink(mv_ctx(ibpd->context), pd);
 	free(pd);
 	return 0;
+}
+
+void mv_pd_unlink(struct mv_context *c, struct mv_pd *pd)
+{
+	pthread_mutex_lock(&c->mr_lock);
+	if (pd->prev != NULL)
+		pd->prev->next = pd->next;
+	else
+		c->pds = pd->next;
+	if (pd->next != NULL)
+		pd->next->prev = pd->prev;
+	pthread_mutex_unlock(&c->mr_lock);
 }
 
 static struct ibv_mr *reg(struct ibv_pd *ibpd, void *addr, size_t len, uint64_t iova,

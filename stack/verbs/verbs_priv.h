@@ -46,11 +46,13 @@ struct mv_context {
 	/* Live MRs: ibv_close_device() with MRs left gives their pages back to the process. */
 	pthread_mutex_t mr_lock;
 	struct mv_mr *mrs;
+	struct mv_pd *pds;             /* under mr_lock: freed by ibv_close_device if left */
 };
 
 struct mv_pd {
 	struct ibv_pd pd;
 	struct mrc_pd *m;
+	struct mv_pd *prev, *next;     /* mv_context.pds */
 };
 
 struct mv_mr {
@@ -135,6 +137,7 @@ int mv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_rec
 
 /* mr.c */
 void mv_mrs_release(struct mv_context *c);
+void mv_pd_unlink(struct mv_context *c, struct mv_pd *pd);
 
 /* mem_remap.c: see the comment there */
 int mv_remap_get(uintptr_t start, uintptr_t end, int *fd, char *err, size_t errlen);
