@@ -309,6 +309,12 @@ static int b_poll_cq(void *bep, void *cq, int n, struct mr_wc *wc)
 	return mr_cq_poll(cq, n, wc);
 }
 
+static bool b_cq_pending(void *bep, void *cq)
+{
+	(void)bep;
+	return mr_cq_count(cq) > 0;
+}
+
 static int b_create_qp(void *bep, void *pd, void *send_cq, void *recv_cq,
 		       const struct mr_shm_qp_caps *caps, void **qp, uint32_t *qp_num)
 {
@@ -569,6 +575,7 @@ static const struct mr_shm_backend_ops be_ops = {
 	.create_cq = b_create_cq,
 	.destroy_cq = b_destroy_cq,
 	.poll_cq = b_poll_cq,
+	.cq_pending = b_cq_pending,
 	.create_qp = b_create_qp,
 	.modify_qp = b_modify_qp,
 	.query_qp = b_query_qp,

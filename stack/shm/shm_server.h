@@ -17,6 +17,7 @@
 #ifndef MR_SHM_SERVER_H
 #define MR_SHM_SERVER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "metaroce/metaroce.h"
@@ -48,6 +49,8 @@ struct mr_shm_qp_caps {
  *   copy it before returning. Return -ENOMEM or -EAGAIN when the queue is full (the server
  *   retries later); any other error makes the server complete that WR with an error CQE.
  * poll_cq: as rc.h mr_cq_poll(); the server never asks for more than the app's ring can hold.
+ * cq_pending: whether the CQ holds completions not polled yet (rc.h mr_cq_count() > 0); may be
+ *   NULL (then a full ring with an armed CQ always raises the event).
  * modify_qp/query_qp: attribute values and mask bits are identical to rc.h's mr_qp_attr.
  * query_port may be NULL (the server then reports a port that is down).
  */
@@ -61,6 +64,7 @@ struct mr_shm_backend_ops {
 	int (*create_cq)(void *be, uint32_t depth, void **cq);
 	int (*destroy_cq)(void *be, void *cq);
 	int (*poll_cq)(void *be, void *cq, int n, struct mr_wc *wc);
+	bool (*cq_pending)(void *be, void *cq);
 	int (*create_qp)(void *be, void *pd, void *send_cq, void *recv_cq,
 			 const struct mr_shm_qp_caps *caps, void **qp, uint32_t *qp_num);
 	int (*modify_qp)(void *be, void *qp, const struct mrc_qp_attr *attr, uint32_t mask);

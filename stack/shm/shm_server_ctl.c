@@ -335,8 +335,18 @@ static int do_create_cq(struct mr_shm_session *s, const struct mrc_ctl_req *req,
 		goto fail;
 	}
 	cq->evfd = evfd;
-	cq->next = s->cqs;
-	s->cqs = cq;
+	/* Kept in creation order: one session pass drains (and wakes) its CQs in this order.
+	 * When completions of two CQs sharing a completion channel land in one pass, the one
+	 * created first wakes first: perftest -e creates its send CQ first and, on one channel,
+	 * expects the send completion's event before the next receive's (the wire order). */
+	{
+		struct mr_shm_cq **tail = &s->cqs;
+
+		while (*tail != NULL)
+			tail = &(*tail)->next;
+		cq->next = NULL;
+		*tail = cq;
+	}
 	s->n_cq++;
 	s->n_wr += cq->size;
 	resp->u.create_cq.handle = cq->handle;

@@ -188,22 +188,19 @@ static void cq_notify(struct mr_shm_session *s, struct mr_shm_cq *cq, bool solic
 		s->srv->st.events_refused++;
 }
 
-/* A CQ armed while it still holds entries the app has not consumed raises an event too, as
- * mlx5 does (its arm doorbell carries the consumer index): verbs applications that poll a
- * single entry per event (perftest's -e latency loops) otherwise wait forever for the entries
- * that arrived before their arm (IBA 11.4.2.2 only promises an event for the next entry, so
- * this adds events, never removes one). Spurious wake-ups (the app polls the entries before
- * reading the event) are allowed by verbs. Checked whenever nothing new was published. */
-static void cq_notify_pending(struct mr_shm_session *s, struct mr_shm_cq *cq)
+/* An armed CQ whose ring is full while the engine holds newer completions for it raises its
+ * event: those completions arrived after the arm (IBA 11.4.2.2), the app only cannot see them
+ * until it polls, and without the event an app that sleeps on the channel would never poll.
+ * An arm that finds unpolled entries in the ring and nothing newer raises nothing, as rxe
+ * (its arm only marks the CQ; rxe_cq_post raises the event): an application that takes one
+ * entry per event (perftest -e latency loops) would otherwise get an event with nothing
+ * behind it, skip a wait and run ahead of its peer. */
+static void cq_notify_full(struct mr_shm_session *s, struct mr_shm_cq *cq)
 {
 	if (atomic_load_explicit(&cq->ring->notify_req, memory_order_relaxed) == cq->notify_done)
 		return;
-	/* Seeing the arm, read the consumer index after it: the app arms before it polls. */
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&cq->ring->cons, memory_order_acquire) == cq->prod)
-		return;
-	/* Whether the pending entries were solicited is not known any more: a solicited-only
-	 * arm waits for the next solicited entry. */
+	/* Whether the held entries are solicited is not known here: a solicited-only arm waits
+	 * until they are published. */
 	cq_notify(s, cq, false);
 }
 
@@ -215,15 +212,15 @@ int mr_shm_cq_drain(struct mr_shm_session *s, struct mr_shm_cq *cq)
 	int n, i;
 
 	if (room == 0) {
-		cq_notify_pending(s, cq);
-		return 0; /* app is slow: completions wait in the backend CQ */
+		/* App is slow: completions wait in the backend CQ. */
+		if (s->srv->ops->cq_pending == NULL || s->srv->ops->cq_pending(s->srv->be, cq->be))
+			cq_notify_full(s, cq);
+		return 0;
 	}
 	n = s->srv->ops->poll_cq(s->srv->be, cq->be, room < CQ_BUDGET ? (int)room : CQ_BUDGET,
 				 wc);
-	if (n <= 0) {
-		cq_notify_pending(s, cq);
+	if (n <= 0)
 		return 0;
-	}
 	for (i = 0; i < n; i++) {
 		cq_push(cq, &wc[i]);
 		sol |= wc[i].opcode >= MR_WC_RECV || wc[i].status != MR_WC_SUCCESS;

@@ -68,6 +68,8 @@ struct mr_cq *mr_cq_create(struct mr_ctx *ctx, uint32_t depth);
 int mr_cq_destroy(struct mr_cq *cq);
 /* Returns the number of completions written to wc (0..n). */
 int mr_cq_poll(struct mr_cq *cq, int n, struct mr_wc *wc);
+/* Completions waiting to be polled (0 for NULL). */
+uint32_t mr_cq_count(const struct mr_cq *cq);
 
 /* ---- queue pairs ---- */
 struct mr_qp_init_attr {

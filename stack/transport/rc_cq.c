@@ -38,6 +38,11 @@ int mr_cq_destroy(struct mr_cq *cq)
 	return 0;
 }
 
+uint32_t mr_cq_count(const struct mr_cq *cq)
+{
+	return cq != NULL ? cq->count : 0;
+}
+
 int mr_cq_poll(struct mr_cq *cq, int n, struct mr_wc *wc)
 {
 	int i;

@@ -204,6 +204,18 @@ static int f_poll_cq(void *be, void *cq, int n, struct mr_wc *wc)
 	return i;
 }
 
+static bool f_cq_pending(void *be, void *cq)
+{
+	struct fake_backend *fb = be;
+	struct fake_cq *c = cq;
+	bool r;
+
+	fake_lock(fb);
+	r = c->head != c->tail;
+	fake_unlock(fb);
+	return r;
+}
+
 static int f_create_qp(void *be, void *pd, void *send_cq, void *recv_cq,
 		       const struct mr_shm_qp_caps *caps, void **qp, uint32_t *qp_num)
 {
@@ -514,6 +526,7 @@ const struct mr_shm_backend_ops fake_ops = {
 	.create_cq = f_create_cq,
 	.destroy_cq = f_destroy_cq,
 	.poll_cq = f_poll_cq,
+	.cq_pending = f_cq_pending,
 	.create_qp = f_create_qp,
 	.modify_qp = f_modify_qp,
 	.query_qp = f_query_qp,

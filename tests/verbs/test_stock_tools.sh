@@ -44,11 +44,11 @@ cell() {
 	[[ "$id" =~ $filter ]] || return 0
 	port=$((port + 1))
 	t0=$(date +%s%N)
-	itl_bg "$id-srv" timeout 120 "$run" --sock "$ITL_WORK/b.sock" "$@" -p "$port"
+	itl_bg "$id-srv" timeout ${MR_CELL_TIMEOUT:-120} "$run" --sock "$ITL_WORK/b.sock" "$@" -p "$port"
 	ps=$ITL_BG_PID
 	# Until the server listens, or has exited (a verb it needs is unsupported).
 	if itl_wait_for 20 listening_or_gone "$port" "$ps" && listening "$port"; then
-		itl_bg "$id-cli" timeout 120 "$run" --sock "$ITL_WORK/a.sock" "$@" -p "$port" 127.0.0.1
+		itl_bg "$id-cli" timeout ${MR_CELL_TIMEOUT:-120} "$run" --sock "$ITL_WORK/a.sock" "$@" -p "$port" 127.0.0.1
 		pc=$ITL_BG_PID
 		itl_wait_pid "$pc" 130; rcc=$?
 	else
