@@ -40,5 +40,7 @@ if [ "$fuzz" = 1 ]; then
 fi
 echo "== interop: stock perftest / ibv_rc_pingpong in Linux rxe guests (QEMU) against metaroce =="
 # Boots Debian's kernel with rdma_rxe under TCG; installs its own packages (scripts/rxe).
-meson test -C build --print-errorlogs --num-processes 1 --suite interop
+# interop: the rig itself (rxe<->rxe) and metaroce with mrperf/mrpingpong; interop_stock: the
+# same stock Debian binaries on both ends, metaroce's side through metaroce-run (stack/verbs).
+meson test -C build --print-errorlogs --num-processes 1 --suite interop --suite interop_stock
 echo "== all suites passed =="
