@@ -182,7 +182,7 @@ static void test_bad_values(void **state)
 	BAD("--seed", "write_bw", "--seed", "4294967296");
 	BAD("--json", "write_bw", "--json=");
 	BAD("--bogus", "write_bw", "--bogus");
-	BAD("-z", "write_bw", "-z");
+	BAD("-j", "write_bw", "-j");
 	BAD("-s", "write_bw", "-s");
 	BAD("--report_gbits", "write_bw", "--report_gbits=1");
 	BAD("-F", "write_bw", "-Fx");
