@@ -660,6 +660,9 @@ static int check_combinations(struct mr_perf_args *a, const struct seen *seen, c
 
 	if (a->bidir && !bw)
 		return reject(err, len, opt_of(O_BIDIR), "bandwidth tests only (%s is a ping-pong)", t);
+	if (a->bidir && send && a->duration)
+		return reject(err, len, opt_of(O_BIDIR), "with -D on a send test: a receiver cannot "
+			      "tell when the peer's period ends; use -n");
 	if (a->report_both && !a->bidir)
 		return fail(err, len, "%s needs -b/--bidirectional", named(O_REPORT_BOTH, n, sizeof(n)));
 	if (a->events && a->test == MR_PT_WRITE_LAT)
