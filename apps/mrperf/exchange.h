@@ -120,6 +120,8 @@ struct mr_pt_preamble {
 	/* in: the 16-byte version field to send instead of the stock one (mrperf's MetaRoCE
 	 * offer after the NUL, negotiate.h); NULL = stock bytes. */
 	const uint8_t *version_out;
+	/* in: skip step 1 (perftest's --dont_xchg_versions); peer_version is then ours */
+	bool skip_version;
 	/* out: the peer's version field exactly as received */
 	uint8_t peer_version_raw[MR_PT_VERSION_LEN];
 };

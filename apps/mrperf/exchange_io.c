@@ -109,7 +109,15 @@ int mr_pt_preamble(struct mr_pt_conn *c, struct mr_pt_preamble *p)
 	r = mr_pt_mtu_encode(p->mtu, mm);
 	if (r < 0)
 		return r;
-	/* 1. exchange_versions() */
+	/* 1. exchange_versions(), unless both sides were told not to (--dont_xchg_versions) */
+	if (p->skip_version) {
+		mr_pt_version_encode(rv);
+		memcpy(p->peer_version_raw, rv, sizeof(rv));
+		c->peer_version = 0;
+		if (mr_pt_version_decode(rv, &c->peer_version) < 0)
+			return -EPROTO;
+		goto sys_data;
+	}
 	if (p->version_out != NULL)
 		memcpy(mv, p->version_out, sizeof(mv));
 	else
@@ -121,6 +129,7 @@ int mr_pt_preamble(struct mr_pt_conn *c, struct mr_pt_preamble *p)
 	if (mr_pt_version_decode(rv, &c->peer_version) < 0 ||
 	    c->peer_version < MR_PT_MIN_PEER_VERSION)
 		return -EPROTO;
+sys_data:
 	/* 2. check_sys_data(): cycle buffer, then cache line size; keep the larger of each */
 	mr_pt_u32_encode(p->cycle_buffer, m4);
 	r = mr_pt_xchg(c, m4, r4, sizeof(m4));

@@ -6,7 +6,13 @@
  * Without SERVER it is the server (listens on TCP 18515), with it the client, exactly like
  * ib_write_bw & co: the TCP conversation (exchange.h) is perftest 4.5's, so either side may be
  * a stock perftest on a Linux rxe (or any verbs) peer. Output mimics perftest's (report.h).
- * Exit: 0 ok, 1 runtime failure (no daemon, peer, data corruption), 2 bad command line.
+ *   ib_write_bw [opts] [SERVER]     (mrperf run under a perftest name: the name is the test)
+ *   mrperf --test=write_bw [opts] [SERVER]
+ *
+ * Every flag of stock perftest 4.5 is understood (docs/mrperf.md): implemented, accepted with
+ * no effect (listed under the header), or refused with a reason.
+ * Exit: 0 ok, 1 runtime failure (no daemon, peer, data corruption, -w/-y limit missed) or a
+ * perftest flag metaroce cannot honour, 2 bad command line.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -44,8 +50,12 @@ static void info_of(const struct mr_perf_args *a, const struct mr_perf_ctx *c, u
 	in->rx_depth = a->rx_depth;
 	in->cq_mod = a->cq_mod;
 	in->mtu = mtu;
-	in->gid_index = a->gid_index >= 0 ? a->gid_index : 1;
+	in->gid_index = (int)c->gid_index;
 	in->out_reads = c->qp[0].mine.out_reads;
+	in->inline_size = a->inline_size;
+	in->use_srq = a->use_srq;
+	in->atomic_cmp_swap = a->atomic_cas;
+	in->bidir = a->bidir;
 }
 
 struct run {
@@ -65,13 +75,83 @@ static int hs0(struct run *r)
 	return mr_pt_hand_shake(&r->conn, &r->c.qp[0].mine, &r->c.qp[0].rem);
 }
 
+/* -b: both sides run the requester loop at once; per size a start barrier (after the receives
+ * of a send test are posted), the loop, then a barrier and the report exchange; each side
+ * prints the sum of both directions (and, with --report-both, each one). */
+static int run_bw_duplex(struct run *r)
+{
+	int rc;
+
+	mr_report_bw_title(stdout, r->a.gbits);
+	for (unsigned k = 0; k < r->nsizes; k++) {
+		uint64_t size = r->sizes[k];
+		struct mr_pt_bw_report mine, theirs, sum;
+
+		if (r->c.verb == MR_VERB_SEND && mr_perf_post_recvs(&r->c, size) < 0)
+			return die(&r->c, "post_recv", -EIO);
+		rc = hs0(r);
+		if (rc < 0)
+			return die(NULL, "sync before the measurement", rc);
+		rc = mr_perf_bw_client(&r->c, size, &mine);
+		if (rc < 0)
+			return die(&r->c, "measurement", rc);
+		rc = hs0(r);
+		if (rc == 0)
+			rc = mr_pt_xchg_bw_report(&r->conn, &mine, &theirs);
+		if (rc < 0)
+			return die(NULL, "report exchange", rc);
+		sum = mine;
+		sum.bw_peak += theirs.bw_peak;
+		sum.bw_avg += theirs.bw_avg;
+		sum.msg_rate += theirs.msg_rate;
+		if (r->a.report_both) {
+			printf(" Local results (sent by this side):\n");
+			mr_report_bw_row(stdout, &mine, r->a.gbits);
+			printf(" Remote results (sent by the peer):\n");
+			mr_report_bw_row(stdout, &theirs, r->a.gbits);
+			printf(" Both directions:\n");
+		}
+		mr_report_bw_row(stdout, &sum, r->a.gbits);
+		r->bw[r->nrows++] = sum;
+		/* the peer's writes/atomics into us all completed before its report */
+		if (r->a.verify && r->c.verb != MR_VERB_SEND && r->c.verb != MR_VERB_READ)
+			mr_perf_verify_target(&r->c, size);
+	}
+	mr_report_line(stdout);
+	rc = mr_pt_close(&r->conn, &r->c.qp[0].mine, &r->c.qp[0].rem);
+	return rc < 0 ? die(NULL, "closing", rc) : 0;
+}
+
+/* --run_infinitely, the requester: a -D period after another, a row each, until killed. */
+static int run_bw_forever(struct run *r)
+{
+	for (;;) {
+		struct mr_pt_bw_report row;
+		int rc = mr_perf_bw_client(&r->c, r->sizes[0], &row);
+
+		if (rc < 0)
+			return die(&r->c, "measurement", rc);
+		mr_report_bw_row(stdout, &row, r->a.gbits);
+	}
+}
+
 static int run_bw(struct run *r)
 {
 	unsigned tail = mr_pt_tail_flags(r->a.test, r->a.all);
 	struct mr_pt_bw_report theirs;
 	int rc;
 
+	if (r->a.bidir)
+		return run_bw_duplex(r);
 	mr_report_bw_title(stdout, r->a.gbits);
+	if (r->a.run_infinitely && r->c.client) {
+		if (tail & MR_PT_TAIL_SYNC_PER_SIZE_PRE) {
+			rc = hs0(r);
+			if (rc < 0)
+				return die(NULL, "sync before the measurement", rc);
+		}
+		return run_bw_forever(r);
+	}
 	if ((tail & MR_PT_TAIL_SERVER_PASSIVE) && !r->c.client) {
 		/* write/read/atomic server: wait for the client to finish, print its numbers */
 		struct mr_pt_bw_report none = { 0 };
@@ -174,7 +254,8 @@ static int run(struct run *r)
 	int n, rc;
 
 	r->conn.with_gid = true; /* RoCE always has a GID index */
-	r->conn.timeout_ms = SETUP_TIMEOUT_MS;
+	/* --run_infinitely: the passive side waits for the end of a run that never ends */
+	r->conn.timeout_ms = r->a.run_infinitely ? 0 : SETUP_TIMEOUT_MS;
 	r->conn.client = r->c.client;
 	if (r->c.client) {
 		r->conn.fd = mr_pt_connect(r->a.server, r->a.port, SETUP_TIMEOUT_MS);
@@ -198,6 +279,7 @@ static int run(struct run *r)
 			return die(NULL, "MetaRoCE offer", -EINVAL);
 		pre.version_out = vfield;
 	}
+	pre.skip_version = r->a.no_xchg_versions;
 	pre.cycle_buffer = (uint32_t)sysconf(_SC_PAGESIZE);
 	pre.cache_line_size = 64;
 	pre.mtu = r->a.mtu ? r->a.mtu : r->c.port_mtu;
@@ -226,6 +308,14 @@ static int run(struct run *r)
 		r->info.cc = mr_mrc_cc_name(agreed.cc);
 	}
 	mr_report_header(stdout, &r->info);
+	for (unsigned i = 0; i < r->a.nnotes; i++)
+		printf(" Ignored         : --%s (%s)\n", r->a.note_flag[i], r->a.note_why[i]);
+	if (r->a.post_list > 1)
+		printf(" Post List       : %u (CQ moderation %u)\n", r->a.post_list, r->a.cq_mod);
+	if (r->a.events)
+		printf(" Events          : ON (sleeps on the CQ event fd)\n");
+	if (r->a.bidir)
+		printf(" Bidirectional   : ON\n");
 	if (r->c.metaroce)
 		printf(" Transport: MetaRoCE (%u entropies, cc %s)\n", agreed.n_entropies,
 		       mr_mrc_cc_name(agreed.cc));
@@ -257,6 +347,30 @@ static int run(struct run *r)
 	return rc;
 }
 
+/* -w/-y, perftest's verifier limits: every reported row must reach them. */
+static int check_limits(const struct run *r)
+{
+	for (unsigned i = 0; i < r->nrows; i++) {
+		const struct mr_pt_bw_report *b = &r->bw[i];
+
+		if (r->a.limit_bw > 0 && b->bw_avg < r->a.limit_bw) {
+			fprintf(stderr, "mrperf: -w/--limit_bw: %llu bytes: average %.2f %s is below "
+				"the limit %.2f\n", (unsigned long long)b->size, b->bw_avg,
+				r->a.gbits ? "Gb/sec" : "MB/sec", r->a.limit_bw);
+			return 1;
+		}
+		if (r->a.limit_msgrate > 0 && b->msg_rate < r->a.limit_msgrate) {
+			fprintf(stderr, "mrperf: -y/--limit_msgrate: %llu bytes: %.6f Mpps is below the "
+				"limit %.6f\n", (unsigned long long)b->size, b->msg_rate,
+				r->a.limit_msgrate);
+			return 1;
+		}
+	}
+	printf(" limits: every row reached%s%s\n", r->a.limit_bw > 0 ? " -w" : "",
+	       r->a.limit_msgrate > 0 ? " -y" : "");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct run r;
@@ -266,12 +380,22 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	rc = mr_perf_args_parse(argc, (const char *const *)argv, &r.a, err, sizeof(err));
+	if (rc == -ENOTSUP) {
+		/* a stock perftest flag metaroce cannot honour: say which and why, nothing else */
+		fprintf(stderr, "mrperf: %s\n", err);
+		return 1;
+	}
 	if (rc < 0) {
 		fprintf(stderr, "mrperf: %s\n%s", err, mr_perf_usage());
 		return 2;
 	}
 	if (r.a.help) {
 		fputs(mr_perf_usage(), stdout);
+		return 0;
+	}
+	if (r.a.version) {
+		printf("mrperf: perftest %s compatible (stock perftest 4.5 flags; metaroce)\n",
+		       MR_PT_VERSION);
 		return 0;
 	}
 	if (r.a.all) {
@@ -303,8 +427,14 @@ int main(int argc, char **argv)
 		if (r.c.corrupted != 0)
 			rc = 1;
 	}
+	if (rc == 0 && (r.a.limit_bw > 0 || r.a.limit_msgrate > 0))
+		rc = check_limits(&r);
+	if (rc == 0 && r.a.events)
+		printf(" events: %llu CQ wake-ups\n", (unsigned long long)r.c.cq_events);
 	if (r.conn.fd > 0)
 		close(r.conn.fd);
+	if (r.a.wait_destroy > 0)
+		sleep(r.a.wait_destroy); /* --wait_destroy */
 	mr_perf_close(&r.c);
 	return rc;
 }

@@ -18,7 +18,8 @@
 
 #define PROGRESS_TIMEOUT_NS (10ull * 1000000000ull) /* no completion for 10 s: give up */
 #define POLL_BATCH 16
-#define READ_ATOMIC_DEPTH 16 /* responder resources we offer (IBA 9.5: RDMA READ/atomic) */
+#define READ_ATOMIC_DEPTH MR_PERF_MAX_OUT_READS /* responder resources we offer (IBA 9.5) */
+#define EVENT_WAIT_MS 50 /* -e: longest sleep on an event fd (progress and -D checks) */
 
 static uint64_t now_ns(void)
 {
@@ -100,7 +101,26 @@ int mr_perf_open(struct mr_perf_ctx *c, const struct mr_perf_args *a, uint64_t m
 		return fail(c, -ENETDOWN, "port is not active");
 	c->port_mtu = port.active_mtu;
 	/* GID index 1 is the IPv4-mapped RoCE v2 GID, as rxe's (perftest -x 1) */
-	memcpy(c->gid, port.gid[port.gid_count > 1 ? 1 : 0], 16);
+	c->gid_index = port.gid_count > 1 ? 1 : 0;
+	if (a->ipv6) {
+		/* perftest's --ipv6: a GID that is not IPv4-mapped (RFC 4291 2.5.5.2) */
+		static const uint8_t v4[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+		static const uint8_t zero[16];
+
+		c->gid_index = MRC_MAX_GIDS;
+		for (unsigned g = 0; g < port.gid_count && g < MRC_MAX_GIDS; g++)
+			if (memcmp(port.gid[g], v4, 12) != 0 && memcmp(port.gid[g], zero, 16) != 0) {
+				c->gid_index = g;
+				break;
+			}
+		if (c->gid_index == MRC_MAX_GIDS)
+			return fail(c, -ENOENT, "--ipv6: metaroced has no IPv6 GID (port.ipv6 in its "
+				    "config; see mrstat link)");
+	}
+	memcpy(c->gid, port.gid[c->gid_index], 16);
+	if (a->inline_size > port.max_inline_data)
+		return fail(c, -EINVAL, "-I/--inline_size %u: metaroced allows at most %u inline "
+			    "bytes", a->inline_size, port.max_inline_data);
 	c->pd = mrc_alloc_pd(c->s);
 	if (c->pd == NULL)
 		return fail(c, -errno, "alloc_pd");
@@ -121,6 +141,14 @@ int mr_perf_open(struct mr_perf_ctx *c, const struct mr_perf_args *a, uint64_t m
 	c->rcq = c->scq != NULL ? mrc_create_cq(c->s, (uint32_t)depth) : NULL;
 	if (c->rcq == NULL)
 		return fail(c, -errno, "create_cq");
+	if (a->use_srq) {
+		/* receives are accounted per QP index (each QP's share of the buffers): the SRQ
+		 * holds what every QP would have posted */
+		c->srq = mrc_create_srq(c->pd, (uint32_t)(rx_outstanding(a) * c->nqp), 1);
+		if (c->srq == NULL)
+			return fail(c, -errno, "create_srq(%llu)",
+				    (unsigned long long)(rx_outstanding(a) * c->nqp));
+	}
 	srand48((long)getpid() * (long)time(NULL));
 	for (unsigned i = 0; i < c->nqp; i++) {
 		struct mr_perf_qp *q = &c->qp[i];
@@ -141,12 +169,14 @@ int mr_perf_open(struct mr_perf_ctx *c, const struct mr_perf_args *a, uint64_t m
 		init.max_send_wr = a->tx_depth < 2 ? 2 : a->tx_depth;
 		init.max_recv_wr = is_send(c) ? a->rx_depth : 1;
 		init.max_send_sge = init.max_recv_sge = 1;
+		init.max_inline_data = a->inline_size;
+		init.srq = c->srq;
 		q->qp = mrc_create_qp(c->pd, &init);
 		if (q->qp == NULL)
 			return fail(c, -errno, "create_qp");
 		q->mine.lid = 0;
 		q->mine.out_reads = (c->verb == MR_VERB_READ || c->verb == MR_VERB_ATOMIC) ?
-					    READ_ATOMIC_DEPTH : 1;
+					    (a->out_reads != 0 ? a->out_reads : READ_ATOMIC_DEPTH) : 1;
 		q->mine.qpn = mrc_qp_num(q->qp);
 		q->mine.psn = (uint32_t)lrand48() & 0xffffff; /* as perftest: random 24-bit */
 		q->mine.rkey = mrc_mr_rkey(q->mr);
@@ -154,9 +184,10 @@ int mr_perf_open(struct mr_perf_ctx *c, const struct mr_perf_args *a, uint64_t m
 		memcpy(q->mine.gid, c->gid, 16);
 		if (a->verify) {
 			/* the sender's source, or the region a READ fetches from us */
-			if ((c->client || !mr_perf_test_is_bw(a->test)) && c->verb != MR_VERB_READ)
+			if ((c->client || a->bidir || !mr_perf_test_is_bw(a->test)) &&
+			    c->verb != MR_VERB_READ)
 				mr_pattern_fill(a->seed, q->buf, q->half);
-			if (!c->client && c->verb == MR_VERB_READ)
+			if ((!c->client || a->bidir) && c->verb == MR_VERB_READ)
 				mr_pattern_fill(a->seed, q->buf + q->half, q->half);
 		}
 	}
@@ -177,6 +208,8 @@ void mr_perf_close(struct mr_perf_ctx *c)
 	}
 	if (c->scq != NULL)
 		mrc_destroy_cq(c->scq);
+	if (c->srq != NULL)
+		mrc_destroy_srq(c->srq);
 	if (c->rcq != NULL)
 		mrc_destroy_cq(c->rcq);
 	if (c->pd != NULL)
@@ -206,7 +239,8 @@ int mr_perf_connect(struct mr_perf_ctx *c, uint32_t mtu)
 		/* RoCE v2 over IPv4 when the GID is IPv4-mapped (IBA A17.4.5.1) */
 		at.path.ipv6 = !(q->rem.gid[10] == 0xff && q->rem.gid[11] == 0xff &&
 				 memcmp(q->rem.gid, "\0\0\0\0\0\0\0\0\0\0", 10) == 0);
-		at.path.ttl = 64;
+		at.path.ttl = (uint8_t)c->a->hop_limit;         /* -L, perftest's 64 */
+		at.path.tclass = c->a->tclass >= 0 ? (uint8_t)c->a->tclass : 0; /* --tclass */
 		at.path_mtu = mtu;
 		at.dest_qp_num = q->rem.qpn;
 		at.rq_psn = q->rem.psn; /* the peer's SQ PSN is our expected PSN (IBA 9.7.1) */
@@ -225,12 +259,12 @@ int mr_perf_connect(struct mr_perf_ctx *c, uint32_t mtu)
 		at.qp_state = MR_QPS_RTS;
 		at.sq_psn = q->mine.psn;
 		at.timeout = (uint8_t)c->a->qp_timeout; /* -u, perftest's DEF_QP_TIME 14 */
-		at.retry_cnt = 7;
+		at.retry_cnt = (uint8_t)c->a->retry_count; /* --retry_count, 7 */
 		at.rnr_retry = 7;
 		/* never more outstanding READs/atomics than the responder offers (C9-149) */
 		at.max_rd_atomic = (uint8_t)(q->rem.out_reads == 0 ? 1 :
-					     q->rem.out_reads < READ_ATOMIC_DEPTH ? q->rem.out_reads :
-										    READ_ATOMIC_DEPTH);
+					     q->rem.out_reads < q->mine.out_reads ? q->rem.out_reads :
+										    q->mine.out_reads);
 		rc = mrc_modify_qp(q->qp, &at, MRC_QP_STATE | MRC_QP_SQ_PSN | MRC_QP_TIMEOUT |
 				   MRC_QP_RETRY_CNT | MRC_QP_RNR_RETRY | MRC_QP_MAX_QP_RD_ATOMIC);
 		if (rc < 0)
@@ -247,6 +281,10 @@ static void build_wr(const struct mr_perf_ctx *c, const struct mr_perf_qp *q, ui
 	wr->sg_list[0].addr = (uint64_t)(uintptr_t)q->buf;
 	wr->sg_list[0].length = (uint32_t)size;
 	wr->sg_list[0].lkey = mrc_mr_lkey(q->mr);
+	/* -I: copied into the work request at post time (perftest's IBV_SEND_INLINE) */
+	if (c->a->inline_size != 0 && size <= c->a->inline_size &&
+	    (c->verb == MR_VERB_WRITE || c->verb == MR_VERB_SEND))
+		wr->send_flags |= MR_SEND_INLINE;
 	switch (c->verb) {
 	case MR_VERB_WRITE:
 		wr->opcode = MR_WR_RDMA_WRITE;
@@ -258,11 +296,18 @@ static void build_wr(const struct mr_perf_ctx *c, const struct mr_perf_qp *q, ui
 		wr->opcode = MR_WR_SEND;
 		break;
 	case MR_VERB_ATOMIC:
-		wr->opcode = MR_WR_ATOMIC_FETCH_AND_ADD;
 		wr->sg_list[0].length = 8; /* IBA 9.4.5: 8-byte operand */
 		wr->atomic.remote_addr = q->rem.vaddr;
 		wr->atomic.rkey = q->rem.rkey;
-		wr->atomic.compare_add = 1;
+		if (c->a->atomic_cas) {
+			/* -A CMP_AND_SWAP: 0 -> 0, so every one succeeds and the target stays 0 */
+			wr->opcode = MR_WR_ATOMIC_CMP_AND_SWP;
+			wr->atomic.compare_add = 0;
+			wr->atomic.swap = 0;
+		} else {
+			wr->opcode = MR_WR_ATOMIC_FETCH_AND_ADD;
+			wr->atomic.compare_add = 1;
+		}
 		return;
 	}
 	wr->rdma.remote_addr = q->rem.vaddr;
@@ -306,19 +351,128 @@ static int check_wc(struct mr_perf_ctx *c, const struct mr_wc *wc)
 	return 0;
 }
 
+static int post_recv_one(struct mr_perf_ctx *c, unsigned i, uint64_t size)
+{
+	struct mr_perf_qp *q = &c->qp[i];
+	struct mr_recv_wr wr;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = i;
+	wr.num_sge = 1;
+	wr.sg_list[0].addr = (uint64_t)(uintptr_t)(q->buf + q->half);
+	wr.sg_list[0].length = (uint32_t)size;
+	wr.sg_list[0].lkey = mrc_mr_lkey(q->mr);
+	/* --use-srq: wr_id still names the buffer (QP index) the receive lands in */
+	return c->srq != NULL ? mrc_post_srq_recv(c->srq, &wr) : mrc_post_recv(q->qp, &wr);
+}
+
+/* -e: nothing to do until a completion: arm the CQs (IBA 11.4.2.2), look once more (an entry
+ * may have come before the arm), then sleep on their event fds, at most EVENT_WAIT_MS so the
+ * callers' progress and -D checks still run. */
+static int ev_wait(struct mr_perf_ctx *c, struct mrc_cq *a, struct mrc_cq *b)
+{
+	struct mrc_cq *cq[2] = { a, b };
+	struct pollfd p[2];
+	int n = b != NULL ? 2 : 1, rc;
+
+	for (int k = 0; k < n; k++) {
+		rc = mrc_req_notify_cq(cq[k], false);
+		if (rc < 0)
+			return fail(c, rc, "req_notify_cq");
+	}
+	for (int k = 0; k < n; k++)
+		if (mrc_cq_ready(cq[k]) > 0)
+			return 0;
+	for (int k = 0; k < n; k++) {
+		p[k].fd = mrc_cq_event_fd(cq[k]);
+		p[k].events = POLLIN;
+		p[k].revents = 0;
+	}
+	if (poll(p, (nfds_t)n, EVENT_WAIT_MS) < 0)
+		return fail(c, -errno, "poll on the CQ event fd");
+	for (int k = 0; k < n; k++)
+		if (p[k].revents & POLLIN) {
+			mrc_cq_ack_events(cq[k]);
+			c->cq_events++;
+		}
+	return 0;
+}
+
+/* A receive completion on a receiving side: --verify check of what it carried. */
+static void verify_recv(struct mr_perf_ctx *c, const struct mr_wc *wc, unsigned i, uint64_t size)
+{
+	if (!c->a->verify)
+		return;
+	c->corrupted += mr_pattern_check(c->a->seed, c->qp[i].buf + c->qp[i].half, wc->byte_len);
+	c->verified += wc->byte_len;
+	if (wc->byte_len != size)
+		c->corrupted += size; /* a short message is a corruption */
+}
+
+/* --perform_warm_up (write/read/atomic): one send queue's worth per QP before the clock starts,
+ * the last one signalled. Atomics add 0 (or fail their compare) so --verify's count holds. */
+static int warm_up(struct mr_perf_ctx *c, uint64_t size)
+{
+	struct mr_send_wr wr;
+	struct mr_wc wc[POLL_BATCH];
+	unsigned n = c->a->tx_depth, left = c->nqp;
+	uint64_t start = now_ns();
+	int rc;
+
+	for (unsigned i = 0; i < c->nqp; i++)
+		for (unsigned k = 0; k < n; k++) {
+			build_wr(c, &c->qp[i], size, &wr);
+			wr.wr_id = i;
+			if (c->verb == MR_VERB_ATOMIC) {
+				wr.atomic.compare_add = c->a->atomic_cas ? UINT64_MAX : 0;
+				wr.atomic.swap = 0;
+			}
+			if (k + 1 == n)
+				wr.send_flags |= MR_SEND_SIGNALED;
+			rc = mrc_post_send(c->qp[i].qp, &wr);
+			if (rc < 0)
+				return fail(c, rc, "post_send (warm-up)");
+		}
+	while (left > 0) {
+		rc = mrc_poll_cq(c->scq, POLL_BATCH, wc);
+		if (rc < 0)
+			return fail(c, rc, "poll_cq (warm-up)");
+		for (int k = 0; k < rc; k++)
+			if (check_wc(c, &wc[k]) < 0)
+				return -EIO;
+		left -= (unsigned)rc;
+		if (rc == 0 && c->a->events && ev_wait(c, c->scq, NULL) < 0)
+			return -EIO;
+		if (now_ns() - start > PROGRESS_TIMEOUT_NS)
+			return fail(c, -ETIMEDOUT, "no completion for 10 s (warm-up)");
+	}
+	return 0;
+}
+
 int mr_perf_bw_client(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw_report *out)
 {
 	const struct mr_perf_args *a = c->a;
 	bool dur = a->duration > 0;
+	bool rx = a->bidir && is_send(c); /* -b send: we are a receiver too */
+	unsigned list = a->post_list;
 	uint64_t iters = dur ? UINT64_MAX : a->iters;
 	uint64_t total = dur ? 0 : iters * c->nqp;
+	uint64_t rtotal = rx ? a->iters * c->nqp : 0, rgot = 0;
 	uint64_t scnt[MR_PERF_MAX_QPS] = { 0 }, ccnt[MR_PERF_MAX_QPS] = { 0 };
+	uint64_t rposted[MR_PERF_MAX_QPS];
 	uint64_t *posted = NULL, *completed = NULL, gpost = 0, gcomp = 0;
 	uint64_t t0, t_end = 0, last_progress, done_qps = 0;
-	struct mr_send_wr wr;
+	static struct mr_send_wr wrs[MR_PERF_MAX_POST_LIST];
 	struct mr_wc wc[POLL_BATCH];
 	int rc = 0;
 
+	if (a->warm_up) {
+		rc = warm_up(c, size);
+		if (rc < 0)
+			return rc;
+	}
+	for (unsigned i = 0; i < c->nqp; i++)
+		rposted[i] = rx_outstanding(a);
 	if (!dur) {
 		posted = malloc(total * sizeof(*posted));
 		completed = malloc(total * sizeof(*completed));
@@ -332,28 +486,41 @@ int mr_perf_bw_client(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw_repo
 	last_progress = t0;
 	if (dur)
 		t_end = t0 + (uint64_t)a->duration * 1000000000ull;
-	while (done_qps < c->nqp) {
+	while (done_qps < c->nqp || rgot < rtotal) {
 		uint64_t now = now_ns();
+		bool busy = false;
 
 		for (unsigned i = 0; i < c->nqp; i++) {
 			struct mr_perf_qp *q = &c->qp[i];
 
-			while (scnt[i] < iters && scnt[i] - ccnt[i] < a->tx_depth &&
+			/* -l: whole lists only (the parser made iters and tx_depth multiples) */
+			while (scnt[i] < iters && scnt[i] - ccnt[i] + list <= a->tx_depth &&
 			       !(dur && now >= t_end)) {
-				build_wr(c, q, size, &wr);
-				wr.wr_id = i;
-				/* signal one in cq_mod, and the last one (perftest's cq moderation) */
-				if ((scnt[i] + 1) % a->cq_mod == 0 || scnt[i] + 1 == iters)
-					wr.send_flags = MR_SEND_SIGNALED;
-				if (!dur)
-					posted[gpost] = now_ns();
-				rc = mrc_post_send(q->qp, &wr);
-				if (rc < 0) {
-					fail(c, rc, "post_send");
+				uint64_t ts = now_ns();
+
+				for (unsigned k = 0; k < list; k++) {
+					uint64_t n = scnt[i] + k + 1;
+
+					build_wr(c, q, size, &wrs[k]);
+					wrs[k].wr_id = i;
+					/* signal one in cq_mod, and the last one (perftest's cq
+					 * moderation; with -l, cq_mod is the list size) */
+					if (n % a->cq_mod == 0 || n == iters)
+						wrs[k].send_flags |= MR_SEND_SIGNALED;
+					if (!dur)
+						posted[gpost + k] = ts;
+				}
+				rc = list == 1 ? mrc_post_send(q->qp, &wrs[0])
+					       : mrc_post_send_batch(q->qp, wrs, (int)list);
+				if (rc < 0 || (list > 1 && rc != (int)list)) {
+					fail(c, rc < 0 ? rc : -EIO, list > 1 ? "post_send_batch(%u)" :
+					     "post_send", list);
+					rc = rc < 0 ? rc : -EIO;
 					goto out;
 				}
-				gpost++;
-				scnt[i]++;
+				gpost += list;
+				scnt[i] += list;
+				busy = true;
 			}
 		}
 		rc = mrc_poll_cq(c->scq, POLL_BATCH, wc);
@@ -362,6 +529,7 @@ int mr_perf_bw_client(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw_repo
 			goto out;
 		}
 		now = now_ns();
+		busy = busy || rc > 0;
 		for (int k = 0; k < rc; k++) {
 			unsigned i = (unsigned)wc[k].wr_id;
 			uint64_t upto;
@@ -379,6 +547,34 @@ int mr_perf_bw_client(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw_repo
 					completed[gcomp++] = now;
 			ccnt[i] = upto;
 			last_progress = now;
+		}
+		if (rx) {
+			rc = mrc_poll_cq(c->rcq, POLL_BATCH, wc);
+			if (rc < 0) {
+				fail(c, rc, "poll_cq (receive)");
+				goto out;
+			}
+			busy = busy || rc > 0;
+			for (int k = 0; k < rc; k++) {
+				unsigned i = (unsigned)wc[k].wr_id;
+
+				if (check_wc(c, &wc[k]) < 0 || i >= c->nqp) {
+					rc = -EIO;
+					goto out;
+				}
+				verify_recv(c, &wc[k], i, size);
+				rgot++;
+				if (rposted[i] < a->iters) {
+					int r = post_recv_one(c, i, size);
+
+					if (r < 0) {
+						rc = fail(c, r, "post_recv");
+						goto out;
+					}
+					rposted[i]++;
+				}
+				last_progress = now;
+			}
 		}
 		rc = 0;
 		done_qps = 0;
@@ -398,6 +594,11 @@ int mr_perf_bw_client(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw_repo
 			rc = fail(c, -ETIMEDOUT, "no completion for 10 s");
 			goto out;
 		}
+		if (!busy && a->events && (done_qps < c->nqp || rgot < rtotal) &&
+		    ev_wait(c, c->scq, rx ? c->rcq : NULL) < 0) {
+			rc = -EIO;
+			goto out;
+		}
 	}
 	if (dur) {
 		double secs = (double)(now_ns() - t0) / 1e9;
@@ -412,6 +613,8 @@ int mr_perf_bw_client(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw_repo
 		rc = mr_bw_compute(posted, completed, total, size, 1, a->gbits, out);
 		if (rc < 0)
 			fail(c, rc, "bandwidth computation");
+		if (a->no_peak)
+			out->bw_peak = 0; /* -N */
 	}
 	if (a->verify && c->verb == MR_VERB_READ)
 		for (unsigned i = 0; i < c->nqp; i++) {
@@ -422,20 +625,6 @@ out:
 	free(posted);
 	free(completed);
 	return rc;
-}
-
-static int post_recv_one(struct mr_perf_ctx *c, unsigned i, uint64_t size)
-{
-	struct mr_perf_qp *q = &c->qp[i];
-	struct mr_recv_wr wr;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = i;
-	wr.num_sge = 1;
-	wr.sg_list[0].addr = (uint64_t)(uintptr_t)(q->buf + q->half);
-	wr.sg_list[0].length = (uint32_t)size;
-	wr.sg_list[0].lkey = mrc_mr_lkey(q->mr);
-	return mrc_post_recv(q->qp, &wr);
 }
 
 int mr_perf_post_recvs(struct mr_perf_ctx *c, uint64_t size)
@@ -496,6 +685,8 @@ int mr_perf_bw_send_server(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw
 	}
 	for (unsigned i = 0; i < c->nqp; i++)
 		rposted[i] = a->rx_depth < a->iters ? a->rx_depth : a->iters;
+	uint64_t next_row = t0 + (uint64_t)a->duration * 1000000000ull, row_from = 0;
+
 	while (got < total) {
 		uint64_t now;
 
@@ -512,13 +703,7 @@ int mr_perf_bw_send_server(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw
 				rc = -EIO;
 				goto out;
 			}
-			if (a->verify) {
-				c->corrupted += mr_pattern_check(a->seed, c->qp[i].buf + c->qp[i].half,
-								 wc[k].byte_len);
-				c->verified += wc[k].byte_len;
-				if (wc[k].byte_len != size)
-					c->corrupted += size; /* a short message is a corruption */
-			}
+			verify_recv(c, &wc[k], i, size);
 			if (room(&completed, &cap, got) < 0) {
 				rc = fail(c, -ENOMEM, "timestamps");
 				goto out;
@@ -536,10 +721,29 @@ int mr_perf_bw_send_server(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw
 			}
 			last = now;
 		}
+		if (rc == 0 && a->events && ev_wait(c, c->rcq, NULL) < 0) {
+			rc = -EIO;
+			goto out;
+		}
 		rc = 0;
+		if (a->run_infinitely && now >= next_row) {
+			/* a row per -D period over the messages of that period, then start over */
+			struct mr_pt_bw_report row;
+
+			if (got - row_from >= 2 &&
+			    server_rates(completed + row_from, got - row_from, size, a->cq_mod,
+					 a->gbits, &row) == 0) {
+				row.bw_peak = 0;
+				mr_report_bw_row(stdout, &row, a->gbits);
+			}
+			next_row = now + (uint64_t)a->duration * 1000000000ull;
+			got = row_from = 0;
+			last = now;
+			continue;
+		}
 		/* The peer saw its last ACK: what it sent is in our daemon, and its completions
 		 * reach our CQ shortly; take them until the CQ stays quiet. */
-		if (dur && drain_until == 0 && peer_done(c, now))
+		if (dur && !a->run_infinitely && drain_until == 0 && peer_done(c, now))
 			drain_until = now + DRAIN_QUIET_NS;
 		if (drain_until != 0) {
 			if (rc_got != got)
@@ -557,6 +761,8 @@ int mr_perf_bw_send_server(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw
 	rc = server_rates(completed, got, size, a->cq_mod, a->gbits, out);
 	if (rc < 0)
 		fail(c, rc, "too few messages for a rate");
+	if (a->no_peak || dur)
+		out->bw_peak = 0; /* -N; and perftest reports no peak in duration mode */
 out:
 	free(completed);
 	return rc;
@@ -576,6 +782,8 @@ static int wait_one(struct mr_perf_ctx *c, struct mrc_cq *cq, struct mr_wc *wc)
 			return check_wc(c, wc);
 		if (now_ns() - start > PROGRESS_TIMEOUT_NS)
 			return fail(c, -ETIMEDOUT, "no completion for 10 s");
+		if (c->a->events && ev_wait(c, cq, NULL) < 0)
+			return -EIO;
 	}
 }
 
@@ -597,6 +805,8 @@ static int wait_recv_or_done(struct mr_perf_ctx *c, struct mr_wc *wc)
 			return 1;
 		if (now - start > PROGRESS_TIMEOUT_NS)
 			return fail(c, -ETIMEDOUT, "no completion for 10 s");
+		if (c->a->events && ev_wait(c, c->rcq, NULL) < 0)
+			return -EIO;
 	}
 }
 
@@ -619,7 +829,7 @@ static int lat_write(struct mr_perf_ctx *c, uint64_t size, uint64_t **tp, uint64
 	int rc;
 
 	build_wr(c, q, size, &wr);
-	wr.send_flags = MR_SEND_SIGNALED;
+	wr.send_flags |= MR_SEND_SIGNALED;
 	while (scnt < iters || ccnt < iters || rcnt < iters) {
 		/* -D: the client stops on its clock after a whole round; the server follows */
 		if (dur && c->client && now_ns() >= t_end)
@@ -664,6 +874,14 @@ static int lat_write(struct mr_perf_ctx *c, uint64_t size, uint64_t **tp, uint64
 	return 0;
 }
 
+/* -H/-U: every one-way sample, one per line, before the summary row. */
+static void print_samples(const double *v, uint64_t n)
+{
+	printf(" #, %s\n", "usec");
+	for (uint64_t i = 0; i < n; i++)
+		printf(" %llu, %.2f\n", (unsigned long long)(i + 1), v[i]);
+}
+
 int mr_perf_lat(struct mr_perf_ctx *c, uint64_t size, struct mr_lat_stats *out)
 {
 	const struct mr_perf_args *a = c->a;
@@ -701,7 +919,7 @@ int mr_perf_lat(struct mr_perf_ctx *c, uint64_t size, struct mr_lat_stats *out)
 				goto out;
 		}
 		build_wr(c, q, size, &wr);
-		wr.send_flags = MR_SEND_SIGNALED;
+		wr.send_flags |= MR_SEND_SIGNALED;
 		if (room(&tp, &cap, n) < 0) {
 			rc = fail(c, -ENOMEM, "latency samples");
 			goto out;
@@ -737,7 +955,11 @@ int mr_perf_lat(struct mr_perf_ctx *c, uint64_t size, struct mr_lat_stats *out)
 	}
 	for (uint64_t n = 0; n + 1 < count; n++)
 		samples[n] = (double)(tp[n + 1] - tp[n]) / 1000.0 / rtt_factor;
+	if (a->unsorted)
+		print_samples(samples, count - 1); /* -U: in the order measured */
 	rc = mr_lat_compute(samples, count - 1, size, count, out);
+	if (rc == 0 && a->histogram && !a->unsorted)
+		print_samples(samples, count - 1); /* -H: sorted (mr_lat_compute sorted them) */
 	if (rc < 0)
 		fail(c, rc, "latency statistics");
 	if (a->verify && c->verb == MR_VERB_READ) {
@@ -766,9 +988,10 @@ void mr_perf_verify_target(struct mr_perf_ctx *c, uint64_t size)
 		} else if (c->verb == MR_VERB_ATOMIC && c->a->duration == 0) {
 			uint64_t v;
 
-			/* every FETCH_AND_ADD of 1 landed exactly once (IBA 9.4.5) */
+			/* every FETCH_AND_ADD of 1 landed exactly once (IBA 9.4.5); each
+			 * CMP_AND_SWAP swapped 0 for 0 */
 			memcpy(&v, q->buf + q->half, 8);
-			c->corrupted += v != c->a->iters ? 8 : 0;
+			c->corrupted += v != (c->a->atomic_cas ? 0 : c->a->iters) ? 8 : 0;
 			c->verified += 8;
 		}
 	}

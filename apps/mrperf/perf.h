@@ -19,6 +19,7 @@ struct mrc_pd;
 struct mrc_cq;
 struct mrc_qp;
 struct mrc_mr;
+struct mrc_srq;
 
 struct mr_perf_qp {
 	struct mrc_qp *qp;
@@ -39,6 +40,9 @@ struct mr_perf_ctx {
 	struct mrc_cq *rcq;
 	uint32_t port_mtu;
 	uint8_t gid[16];
+	unsigned gid_index;  /* of gid in the daemon's table (1: IPv4-mapped; --ipv6: an IPv6 one) */
+	struct mrc_srq *srq; /* --use-srq */
+	uint64_t cq_events;  /* -e: wake-ups on a CQ event fd */
 	unsigned nqp;
 	struct mr_perf_qp qp[MR_PERF_MAX_QPS];
 	uint64_t verified;   /* --verify: bytes checked */
@@ -64,11 +68,14 @@ void mr_perf_close(struct mr_perf_ctx *c);
 int mr_perf_connect(struct mr_perf_ctx *c, uint32_t mtu);
 
 /* Requester bandwidth loop (write/read/send/atomic): iters messages of size per QP (or for
- * duration seconds), tx_depth outstanding, one signalled per cq_mod. */
+ * duration seconds), tx_depth outstanding, one signalled per cq_mod, post_list WRs per post.
+ * With -b on a send test it also takes (and re-posts) the peer's messages: receives must have
+ * been posted before the start barrier. */
 int mr_perf_bw_client(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw_report *out);
 /* Pre-post receives for send tests (before the sync hand shake). */
 int mr_perf_post_recvs(struct mr_perf_ctx *c, uint64_t size);
-/* send_bw server: consume iters receives per QP (re-posting), measure. */
+/* send_bw server: consume iters receives per QP (re-posting), measure. With
+ * --run_infinitely it prints a row every -D seconds and returns only on an error. */
 int mr_perf_bw_send_server(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw_report *out);
 /* Latency loop; fills n one-way samples (usec) into out. */
 int mr_perf_lat(struct mr_perf_ctx *c, uint64_t size, struct mr_lat_stats *out);

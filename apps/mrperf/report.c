@@ -37,7 +37,7 @@ void mr_report_header(FILE *f, const struct mr_report_info *in)
 	fprintf(f, " Dual-port       : %s\t\tDevice         : %s\n", "OFF",
 		in->device != NULL ? in->device : "metaroce0");
 	fprintf(f, " Number of qps   : %u\t\tTransport type : %s\n", in->num_qps, "IB");
-	fprintf(f, " Connection type : %s\t\tUsing SRQ      : %s\n", "RC", "OFF");
+	fprintf(f, " Connection type : %s\t\tUsing SRQ      : %s\n", "RC", in->use_srq ? "ON" : "OFF");
 	/* no PCIe between us and the wire: perftest's text for builds without relaxed ordering */
 	fprintf(f, " PCIe relax order: %s\n", "Unsupported");
 	fprintf(f, " ibv_wr* API     : %s\n", "OFF");
@@ -283,7 +283,10 @@ static void json_info(FILE *f, const struct mr_report_info *in)
 	fprintf(f, "    \"Dual_port\": \"OFF\",\n    \"Device\": ");
 	json_str(f, in->device != NULL ? in->device : "metaroce0");
 	fprintf(f, ",\n    \"Number_of_qps\": %u,\n    \"Transport_type\": \"IB\",\n", in->num_qps);
-	fprintf(f, "    \"Connection_type\": \"RC\",\n    \"Using_SRQ\": \"OFF\",\n");
+	fprintf(f, "    \"Connection_type\": \"RC\",\n    \"Using_SRQ\": \"%s\",\n",
+		in->use_srq ? "ON" : "OFF");
+	if (in->bw)
+		fprintf(f, "    \"Bidirectional\": \"%s\",\n", in->bidir ? "ON" : "OFF");
 	if (in->client)
 		fprintf(f, "    \"TX_depth\": %u,\n", in->tx_depth);
 	if (in->verb == MR_VERB_SEND && !in->client)

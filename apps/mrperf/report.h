@@ -28,6 +28,8 @@ struct mr_report_info {
 	bool client;
 	bool gbits;              /* --report_gbits */
 	bool atomic_cmp_swap;    /* else FETCH_AND_ADD (perftest's default) */
+	bool use_srq;            /* --use-srq */
+	bool bidir;              /* -b: "Bidirectional" in the header's title line */
 	const char *device;
 	unsigned num_qps;
 	unsigned tx_depth;

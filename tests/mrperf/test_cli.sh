@@ -36,4 +36,15 @@ expect 1 "cannot reach metaroced" send_lat 127.0.0.1 --sock "$tmp/none.sock"
 expect 1 "is metaroced running" write_bw --sock "$tmp/none.sock"
 expect 2 "metaroced has one port" write_bw -i 2
 expect 1 "is metaroced running" write_bw -d mlx5_0 -i 1 -s 64K --report_gbits --sock "$tmp/none.sock"
+# stock perftest flags metaroce cannot honour: exit 1, one line naming the flag and why
+expect 1 "-R/--rdma_cm: metaroce has no RDMA CM" write_bw -R
+expect 1 "-c/--connection: UD" send_bw -c UD
+expect 1 "-b/--bidirectional: bandwidth tests only" write_lat -b
+expect 0 "perftest" -V
+expect 1 "is metaroced running" --test=send_bw -b -e --use-srq --sock "$tmp/none.sock"
+# run under a perftest name, the name is the test
+ln -s "$(readlink -f "$mrperf")" "$tmp/ib_read_lat"
+mrperf="$tmp/ib_read_lat"
+expect 1 "is metaroced running" -o 2 --sock "$tmp/none.sock"
+expect 1 "-I/--inline_size" -I 16
 exit $fail
