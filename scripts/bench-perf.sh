@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # metaroce against this machine's own limits, measured in one run (issue 10, docs/performance.md):
 #   1. ICRC alone (tests/wire/bench_icrc): our CRC paths vs memcpy vs DPDK's rte_net_crc, one core;
-#   2. the raw net_memif ceiling: dpdk-testpmd txonly -> rxonly between two processes, frames/s
+#   2. the raw net_memif ceiling: tests/dpdk/memif_pingpong blast -> sink (a minimal forwarder:
+#      one polling thread per process; dpdk-testpmd's extra busy main lcore halved it here), frames/s
 #      and bytes/s at the frame sizes metaroce sends over memif (82 B = an 8-byte WRITE, 1082 B = a
 #      full IB-MTU-1024 packet, 1514 B = the PMD's largest);
 #   3. the raw memif ping-pong RTT at 82 B (tests/dpdk/memif_pingpong);
@@ -130,52 +131,36 @@ icrc_section() {
 
 # ---- 2./3. raw net_memif ----
 EAL_T=(--no-pci --no-huge -m 256 --no-shconf --no-telemetry --log-level=lib.eal:error)
-memif_rate() { # SIZE: testpmd txonly (client, CPU a) -> rxonly (server, CPU b)
-	local size=$1 sock="$work/tp.sock" srv cli s1 s2 sh
+memif_rate() { # SIZE: memif_pingpong blast (client, CPU a) -> sink (server, CPU b)
+	local size=$1 sock="$work/mb.sock" srv cli sh
 	rm -f "$sock"
-	dpdk-testpmd -l "$cpu_a,$cpu_b" "${EAL_T[@]}" --file-prefix="${tag}tps" \
-		--vdev="net_memif0,role=server,id=0,socket=$sock,socket-abstract=no,rsize=12" -- \
-		--forward-mode=rxonly --stats-period=1 --nb-cores=1 --total-num-mbufs=8192 \
-		> "$work/tp-rx-$size.log" 2>&1 &
+	"$bdir/tests/dpdk/memif_pingpong" sink "$sock" "$size" 0 -l "$cpu_b" "${EAL_T[@]}" \
+		--file-prefix="${tag}mbs" > "$work/mb-sink-$size.log" 2>&1 &
 	srv=$!
 	pids+=($srv)
 	sleep 1
-	dpdk-testpmd -l "$cpu_b,$cpu_a" "${EAL_T[@]}" --file-prefix="${tag}tpc" \
-		--vdev="net_memif0,role=client,id=0,socket=$sock,socket-abstract=no,rsize=12" -- \
-		--forward-mode=txonly --txpkts="$size" --stats-period=1 --nb-cores=1 \
-		--total-num-mbufs=8192 > "$work/tp-tx-$size.log" 2>&1 &
+	"$bdir/tests/dpdk/memif_pingpong" blast "$sock" "$size" $((T + 2)) -l "$cpu_a" "${EAL_T[@]}" \
+		--file-prefix="${tag}mbc" > "$work/mb-blast-$size.log" 2>&1 &
 	cli=$!
 	pids+=($cli)
-	# Until frames flow (the client may be slow to start on a loaded machine), at most 30 s.
-	for _ in $(seq 1 60); do
-		grep -Eq "Rx-pps: +[1-9]" "$work/tp-rx-$size.log" && break
-		sleep 0.5
-	done
-	: > "$work/tp-rx-$size.log.mark"
+	sleep 1.5
 	cpu_snap $srv $cli > "$work/s1"
 	sleep "$T"
 	cpu_snap $srv $cli > "$work/s2"
-	kill -INT $cli; wait $cli 2>/dev/null
-	kill -INT $srv; wait $srv 2>/dev/null
+	wait $cli 2>/dev/null
+	wait $srv 2>/dev/null
 	pids=("${pids[@]:0:${#pids[@]}-2}")
-	sh=$(cpu_share "$work/s1" "$work/s2" "$T" "testpmd")
-	# The receiver's per-second Rx-pps/Rx-bps samples: the median of those after the first two.
-	python3 - "$work/tp-rx-$size.log" "$size" "$res" "$(echo "$sh" | tail -1)" \
-		"$(echo "$sh" | head -1)" <<'PY'
-import re, statistics, sys
-log, size, res, cores, threads = sys.argv[1:6]
-pps = [int(x) for x in re.findall(r"Rx-pps:\s+(\d+)", open(log).read())]
-pps = [p for p in pps[2:] if p > 0] or [p for p in pps if p > 0]
-with open(res, "a") as f:
-    if not pps:
-        f.write('note_memif_%s "no frames received"\n' % size)
-        sys.exit(0)
-    m = statistics.median(pps)
-    f.write("memif.pps_%s %d\nmemif.Bps_%s %d\nmemif.cores_%s %s\n" % (size, m, size, m * int(size), size, cores))
-    f.write('memif.cpu_%s "%s"\n' % (size, threads.strip()))
-    print("  memif %5s B: %.3f Mframes/s, %.2f Gb/s (median of %d 1-s samples); CPU %s" %
-          (size, m / 1e6, m * int(size) * 8 / 1e9, len(pps), threads.strip()))
-PY
+	sh=$(cpu_share "$work/s1" "$work/s2" "$T" "memif")
+	if ! grep -q '^RESULT pps' "$work/mb-sink-$size.log"; then
+		note "memif_$size" "memif sink: $(grep -v '^RESULT' "$work/mb-sink-$size.log" | tail -1)"
+		return
+	fi
+	pps=$(awk '/^RESULT pps/ {print $3}' "$work/mb-sink-$size.log")
+	put "memif.pps_$size" "$pps"
+	put "memif.Bps_$size" "$((pps * size))"
+	put "memif.cores_$size" "$(echo "$sh" | tail -1)"
+	put "memif.cpu_$size" "\"$(echo "$sh" | head -1 | sed 's/ *$//')\""
+	echo "  $(grep '^memif sink' "$work/mb-sink-$size.log"); CPU $(echo "$sh" | head -1)"
 }
 
 memif_pingpong() { # SIZE
@@ -198,11 +183,7 @@ memif_pingpong() { # SIZE
 }
 
 memif_section() {
-	echo "== raw net_memif (dpdk-testpmd txonly -> rxonly, two processes, CPUs $cpu_a/$cpu_b) =="
-	if ! command -v dpdk-testpmd >/dev/null; then
-		note memif "dpdk-testpmd not installed"
-		return
-	fi
+	echo "== raw net_memif (tests/dpdk/memif_pingpong blast -> sink, two processes, CPUs $cpu_a/$cpu_b) =="
 	for s in 82 1082 1514; do
 		memif_rate $s
 	done
@@ -369,16 +350,21 @@ mr_section() {
 		mr_stop
 		return
 	fi
+	# -e: the apps sleep on their CQ's completion channel instead of polling it, so that on a
+	# 2-vCPU machine the two engines keep their cores (two polling apps beside two polling
+	# engines share 2 CPUs by the scheduler's time slices: 6 ms latencies, 1/3 the goodput).
 	for s in $BW_SIZES; do
-		mr_run "write_bw_$s" write_bw -s "$s" -D "$T"
+		mr_run "write_bw_$s" write_bw -s "$s" -D "$T" -e
 	done
-	mr_run read_bw_65536 read_bw -s 65536 -D "$T"
+	mr_run read_bw_65536 read_bw -s 65536 -D "$T" -e
 	for q in 1 16 64; do
 		[ $quick = 1 ] && [ $q = 64 ] && continue
-		mr_run "write_rate_8_q$q" write_bw -s 8 -q $q -t 128 -D "$T"
+		mr_run "write_rate_8_q$q" write_bw -s 8 -q $q -t 128 -D "$T" -e
 	done
+	# write_lat has no event mode (its receiver polls the buffer's last byte, as perftest's):
+	# four pollers on two CPUs, figures of the scheduler's time slices. send_lat -e sleeps.
 	mr_run write_lat_8 write_lat -s 8 -n "$LAT_N"
-	mr_run send_lat_8 send_lat -s 8 -n "$LAT_N"
+	mr_run send_lat_8 send_lat -s 8 -n "$LAT_N" -e
 	mr_stop
 }
 
@@ -434,6 +420,7 @@ top["write_per_core_vs_tcp"] = (ratio(w * 1e9 / wc, tcp / tcpc) if w and wc and 
 r16 = g("mr.write_rate_8_q16_mpps")
 top["rate_vs_memif"] = ratio(r16 * 1e6 if r16 else None, g("memif.pps_82"))
 top["latency_vs_memif"] = ratio(g("mr.write_lat_8_p50_us"), g("memif.rtt_p50_us"))
+top["latency_send_events_vs_memif"] = ratio(g("mr.send_lat_8_p50_us"), g("memif.rtt_p50_us"))
 r1, r64 = g("mr.write_rate_8_q1_mpps"), g("mr.write_rate_8_q64_mpps")
 top["qp_scaling"] = None
 why["qp_scaling"] = ("rate at 1024 QPs not measured: mrperf takes at most 64 QPs per process; "
@@ -444,7 +431,8 @@ if r64 is None or r1 is None:
                            "a 1- or 64-QP run failed (see notes)")
 for k, src in (("write_vs_memif", "write_bw/memif"), ("write_vs_tcp", "write_bw/iperf3"),
                ("write_per_core_vs_tcp", "write_bw/iperf3 CPU"), ("rate_vs_memif", "rate/memif"),
-               ("latency_vs_memif", "write_lat/memif ping-pong")):
+               ("latency_vs_memif", "write_lat/memif ping-pong"),
+               ("latency_send_events_vs_memif", "send_lat -e/memif ping-pong")):
     if top[k] is None and k not in why:
         why[k] = "an input was not measured (%s): see notes" % src
 out_j = dict(top)
@@ -454,17 +442,19 @@ out_j["notes"] = notes
 out_j["quick"] = quick
 out_j["definitions"] = {
     "icrc_*": "median over 1024/1518/2048/4096-byte frames of ICRC bytes/s / baseline bytes/s, one core, CPU time",
-    "write_vs_memif": "64 KiB WRITE goodput / raw memif bytes/s at 1082-byte frames (testpmd)",
+    "write_vs_memif": "64 KiB WRITE goodput / raw memif bytes/s at 1082-byte frames (memif_pingpong blast -> sink)",
     "write_vs_tcp": "64 KiB WRITE goodput / one iperf3 stream goodput (veth, MTU 1500)",
     "write_per_core_vs_tcp": "(WRITE goodput / engine cores used, both daemons) / (iperf3 goodput / CPU cores used, both ends)",
     "rate_vs_memif": "8 B WRITE messages/s at 16 QPs / raw memif frames/s at 82 B",
-    "latency_vs_memif": "8 B write ping-pong p50 / raw memif 82-byte ping-pong RTT p50 (lower is better)",
+    "latency_vs_memif": "8 B write ping-pong p50 (apps poll: 4 pollers on the machine's CPUs) / raw memif 82-byte ping-pong RTT p50 (lower is better)",
+    "latency_send_events_vs_memif": "8 B send ping-pong p50 with -e (apps sleep on CQ events) / raw memif 82-byte ping-pong RTT p50",
+    "metaroce runs": "mrperf -e (apps sleep on completion events) except write_lat",
 }
 print()
 print("%-26s %s" % ("ratio", "value"))
 for k in ("icrc_vs_memcpy", "icrc_vs_rte_net_crc", "icrc_vs_rte_net_crc_default", "icrc_vs_table",
           "write_vs_memif", "write_vs_tcp", "write_per_core_vs_tcp", "rate_vs_memif",
-          "latency_vs_memif", "qp_scaling", "qp_scaling_64"):
+          "latency_vs_memif", "latency_send_events_vs_memif", "qp_scaling", "qp_scaling_64"):
     print("%-26s %s%s" % (k, top[k], "" if top[k] is not None else "   (" + why.get(k, "?") + ")"))
 for k, n in notes.items():
     print("note %s: %s" % (k, n))
