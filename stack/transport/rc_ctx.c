@@ -29,14 +29,16 @@ struct mr_ctx *mr_ctx_create(const struct mr_ctx_params *p)
 	ctx->qp_tab = calloc(p->max_qp, sizeof(*ctx->qp_tab));
 	ctx->mr_tab = calloc(p->max_mr, sizeof(*ctx->mr_tab));
 	ctx->mr_tag = calloc(p->max_mr, 1);
-	if (ctx->qp_tab == NULL || ctx->mr_tab == NULL || ctx->mr_tag == NULL)
+	/* One heap slot per QP (h[0] unused): arming never allocates. */
+	ctx->tm = calloc(1, sizeof(*ctx->tm) + ((size_t)p->max_qp + 1) * sizeof(ctx->tm->h[0]));
+	if (ctx->qp_tab == NULL || ctx->mr_tab == NULL || ctx->mr_tag == NULL || ctx->tm == NULL)
 		goto nomem_free;
 	/* Seeded tags make keys differ between runs with different seeds. */
 	for (uint32_t i = 0; i < p->max_mr; i++)
 		ctx->mr_tag[i] = (uint8_t)(p->seed >> ((i % 8) * 8)) + (uint8_t)i;
 	rc_list_init(&ctx->resp_sched);
 	rc_list_init(&ctx->req_sched);
-	rc_list_init(&ctx->timers);
+	rc_list_init(&ctx->tm->dirty);
 	rc_list_init(&ctx->pds);
 	rc_list_init(&ctx->cqs);
 	rc_list_init(&ctx->srqs);
@@ -45,6 +47,7 @@ nomem_free:
 	free(ctx->qp_tab);
 	free(ctx->mr_tab);
 	free(ctx->mr_tag);
+	free(ctx->tm);
 	free(ctx);
 nomem:
 	errno = ENOMEM;
@@ -76,19 +79,24 @@ void mr_ctx_destroy(struct mr_ctx *ctx)
 	free(ctx->qp_tab);
 	free(ctx->mr_tab);
 	free(ctx->mr_tag);
+	free(ctx->tm);
 	free(ctx);
 }
 
+/* Scheduling a QP means its state changed: its timers are re-keyed too (cheap insurance for
+ * a deadline written without rc_timer_update). */
 void rc_sched_req(struct mr_qp *qp)
 {
 	if (!rc_linked(&qp->req_link))
 		rc_list_add_tail(&qp->ctx->req_sched, &qp->req_link);
+	rc_timer_update(qp);
 }
 
 void rc_sched_resp(struct mr_qp *qp)
 {
 	if (!rc_linked(&qp->resp_link))
 		rc_list_add_tail(&qp->ctx->resp_sched, &qp->resp_link);
+	rc_timer_update(qp);
 }
 
 /* Earliest timer of one QP: RC (ACK timeout, RNR, delayed ACK) or MetaRoCE (RACK, TLP, RTO,
@@ -110,14 +118,150 @@ uint64_t rc_qp_next_expiry(const struct mr_qp *qp)
 	return t;
 }
 
+/* ---- timer heap (struct rc_timers in rc_internal.h) ---- */
+
+static void rc_tm_set(struct rc_timers *tm, uint32_t i, struct rc_tm_ent e)
+{
+	tm->h[i] = e;
+	e.qp->tm_pos = i;
+}
+
+static void rc_tm_sift_up(struct rc_timers *tm, uint32_t i)
+{
+	struct rc_tm_ent e = tm->h[i];
+
+	while (i > 1 && tm->h[i / 2].key > e.key) {
+		rc_tm_set(tm, i, tm->h[i / 2]);
+		i /= 2;
+	}
+	rc_tm_set(tm, i, e);
+}
+
+static void rc_tm_sift_down(struct rc_timers *tm, uint32_t i)
+{
+	struct rc_tm_ent e = tm->h[i];
+
+	for (;;) {
+		uint32_t c = 2 * i;
+
+		if (c > tm->n)
+			break;
+		if (c < tm->n && tm->h[c + 1].key < tm->h[c].key)
+			c++;
+		if (tm->h[c].key >= e.key)
+			break;
+		rc_tm_set(tm, i, tm->h[c]);
+		i = c;
+	}
+	rc_tm_set(tm, i, e);
+}
+
+static void rc_tm_del(struct rc_timers *tm, struct mr_qp *qp)
+{
+	uint32_t i = qp->tm_pos;
+	struct rc_tm_ent last;
+
+	if (i == 0)
+		return;
+	qp->tm_pos = 0;
+	last = tm->h[tm->n--];
+	if (i > tm->n)
+		return; /* qp was the last entry */
+	rc_tm_set(tm, i, last);
+	if (i > 1 && tm->h[i / 2].key > last.key)
+		rc_tm_sift_up(tm, i);
+	else
+		rc_tm_sift_down(tm, i);
+}
+
+/* Key qp by its earliest deadline: insert, move or remove. Armed as the timer list was: an
+ * expiry, or an RC RNR wait (IBA 9.7.5.2.8) even with no finite expiry. */
+static void rc_tm_key(struct rc_timers *tm, struct mr_qp *qp)
+{
+	uint64_t key = rc_qp_next_expiry(qp), old;
+	uint32_t i = qp->tm_pos;
+
+	if (key == UINT64_MAX && !qp->req.rnr_wait) {
+		rc_tm_del(tm, qp);
+		return;
+	}
+	if (i == 0) {
+		i = ++tm->n;
+		rc_tm_set(tm, i, (struct rc_tm_ent){ .key = key, .qp = qp });
+		rc_tm_sift_up(tm, i);
+		return;
+	}
+	old = tm->h[i].key;
+	tm->h[i].key = key;
+	if (key < old)
+		rc_tm_sift_up(tm, i);
+	else if (key > old)
+		rc_tm_sift_down(tm, i);
+}
+
+/* Re-key every dirty QP: the work is bounded by the QPs touched since the last call. */
+static void rc_tm_flush(struct rc_timers *tm)
+{
+	while (!rc_list_empty(&tm->dirty)) {
+		struct rc_link *l = tm->dirty.next;
+
+		rc_list_del(l);
+		rc_tm_key(tm, rc_container_of(l, struct mr_qp, tm_link));
+	}
+}
+
 void rc_timer_update(struct mr_qp *qp)
 {
-	bool armed = rc_qp_next_expiry(qp) != UINT64_MAX || qp->req.rnr_wait;
+	/* Already linked: dirty, or due in a timer run that re-keys it afterwards. */
+	if (!rc_linked(&qp->tm_link))
+		rc_list_add_tail(&qp->ctx->tm->dirty, &qp->tm_link);
+}
 
-	if (armed && !rc_linked(&qp->timer_link))
-		rc_list_add_tail(&qp->ctx->timers, &qp->timer_link);
-	else if (!armed)
-		rc_list_del(&qp->timer_link);
+void rc_timer_remove(struct mr_qp *qp)
+{
+	rc_list_del(&qp->tm_link);
+	rc_tm_del(qp->ctx->tm, qp);
+}
+
+unsigned int rc_timer_audit(const struct mr_ctx *ctx, bool strict)
+{
+	struct rc_timers *tm;
+	unsigned int bad = 0;
+	uint32_t armed = 0;
+
+	if (ctx == NULL)
+		return 0;
+	tm = ctx->tm;
+	rc_tm_flush(tm);
+	if (tm->n > ctx->p.max_qp)
+		return 1;
+	for (uint32_t i = 1; i <= tm->n; i++) {
+		const struct mr_qp *qp = tm->h[i].qp;
+
+		bad += i > 1 && tm->h[i / 2].key > tm->h[i].key;
+		bad += qp == NULL || qp->tm_pos != i || qp->ctx != ctx ||
+		       ctx->qp_tab[qp->qpn - ctx->p.first_qpn] != qp;
+	}
+	for (uint32_t s = 0; s < ctx->p.max_qp; s++) {
+		const struct mr_qp *qp = ctx->qp_tab[s];
+		uint64_t t;
+		bool on;
+
+		if (qp == NULL)
+			continue;
+		t = rc_qp_next_expiry(qp);
+		on = t != UINT64_MAX || qp->req.rnr_wait;
+		armed += qp->tm_pos != 0;
+		if (qp->tm_pos > tm->n) {
+			bad++;
+			continue;
+		}
+		if (on && (qp->tm_pos == 0 || tm->h[qp->tm_pos].key > t))
+			bad++; /* a lost (or late) timer */
+		else if (strict && qp->tm_pos != 0 && (!on || tm->h[qp->tm_pos].key != t))
+			bad++;
+	}
+	return bad + (armed != tm->n);
 }
 
 static bool rc_is_request(uint8_t op)
@@ -202,6 +346,7 @@ void mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
 		ctx->stats.rx_unknown_qp++;
 		return;
 	}
+	rc_timer_update(qp); /* whatever the packet does to its deadlines */
 	/* Header validation before any transport processing (IBA 9.6): the BTH P_Key must be a
 	 * member of the QP's partition (10.9: equal low 15 bits; every QP here is in the default
 	 * partition 0xFFFF as a full member, so limited-member 0x7FFF matches too). */
@@ -283,6 +428,7 @@ static int rc_serve(struct rc_link *list, bool resp, uint64_t now, struct mr_tx_
 			qp = rc_container_of(l, struct mr_qp, req_link);
 			n = qp->mrt ? mrt_req_tx(qp, now, out) : rc_req_tx(qp, now, out);
 		}
+		rc_timer_update(qp); /* sending arms ACK/RTO/TLP timers and the pacer */
 		if (n > 0) {
 			rc_list_add_tail(list, l);
 			qp->stats.tx_pkts++;
@@ -304,34 +450,58 @@ int mr_ctx_tx(struct mr_ctx *ctx, uint64_t now, struct mr_tx_pkt *out)
 	return rc_serve(&ctx->req_sched, false, now, out);
 }
 
+#ifdef MR_TIMER_AUDIT
+/* Audit builds (sanitizers): every read of the heap is checked against the walk it replaced. */
+static void rc_tm_audit(const struct mr_ctx *ctx)
+{
+	if (rc_timer_audit(ctx, false) != 0)
+		abort();
+}
+#else
+static void rc_tm_audit(const struct mr_ctx *ctx)
+{
+	(void)ctx;
+}
+#endif
+
+/* O(1) after re-keying the QPs touched since the last call. The heap is behind ctx->tm, so the
+ * const ctx of the API still holds: re-keying changes no observable state. */
 uint64_t mr_ctx_next_expiry(const struct mr_ctx *ctx)
 {
-	uint64_t t = UINT64_MAX;
+	struct rc_timers *tm;
 
 	if (ctx == NULL)
-		return t;
-	for (const struct rc_link *l = ctx->timers.next; l != &ctx->timers; l = l->next) {
-		const struct mr_qp *qp = rc_container_of(l, const struct mr_qp, timer_link);
-		uint64_t q = rc_qp_next_expiry(qp);
-
-		if (qp->mrt == NULL && qp->req.rnr_wait && qp->req.rnr_until < q)
-			q = qp->req.rnr_until;
-		if (q < t)
-			t = q;
-	}
-	return t;
+		return UINT64_MAX;
+	tm = ctx->tm;
+	rc_tm_flush(tm);
+	rc_tm_audit(ctx);
+	return tm->n > 0 ? tm->h[1].key : UINT64_MAX;
 }
 
+/* Visit only the QPs whose earliest deadline is at or before now, earliest first, each once
+ * (its handlers check each of its deadlines against now): O(k log n) for k due QPs. */
 void mr_ctx_on_timer(struct mr_ctx *ctx, uint64_t now)
 {
-	struct rc_link *l, *next;
+	struct rc_timers *tm;
+	struct rc_link due;
 
 	if (ctx == NULL)
 		return;
-	for (l = ctx->timers.next; l != &ctx->timers; l = next) {
-		next = l->next;
-		struct mr_qp *qp = rc_container_of(l, struct mr_qp, timer_link);
+	tm = ctx->tm;
+	rc_tm_flush(tm);
+	rc_tm_audit(ctx);
+	rc_list_init(&due);
+	while (tm->n > 0 && tm->h[1].key <= now) {
+		struct mr_qp *qp = tm->h[1].qp;
 
+		rc_tm_del(tm, qp);
+		rc_list_add_tail(&due, &qp->tm_link);
+	}
+	while (!rc_list_empty(&due)) {
+		struct rc_link *l = due.next;
+		struct mr_qp *qp = rc_container_of(l, struct mr_qp, tm_link);
+
+		rc_list_del(l);
 		qp_cc_on_timer(qp, now);
 		if (qp->mrt != NULL) {
 			mrt_on_timer(qp, now);
@@ -342,6 +512,7 @@ void mr_ctx_on_timer(struct mr_ctx *ctx, uint64_t now)
 		rc_check_overrun(qp);
 		rc_timer_update(qp);
 	}
+	rc_tm_flush(tm);
 }
 
 static uint32_t rc_list_len(const struct rc_link *h)

@@ -61,6 +61,25 @@ static inline void rc_list_del(struct rc_link *l)
 #define rc_container_of(p, type, member) \
 	((type *)(uintptr_t)((const char *)(p) - offsetof(type, member)))
 
+struct mr_qp;
+
+/* Timers of a ctx (rc_ctx.c): a binary min-heap of the armed QPs keyed by their earliest
+ * deadline (rc_qp_next_expiry), so that the next expiry is the root and a timer run visits
+ * only the QPs that are due. A key is a cache: every path that may move a deadline marks its
+ * QP dirty (rc_timer_update, and every entry point into the ctx does so for the QP it serves),
+ * and dirty QPs are re-keyed before the heap is read. A key that is too early only costs a
+ * visit with nothing due; one that is too late would lose a timer, hence the marking. */
+struct rc_tm_ent {
+	uint64_t key;
+	struct mr_qp *qp;
+};
+
+struct rc_timers {
+	uint32_t n;            /* armed QPs: h[1..n] */
+	struct rc_link dirty;  /* QPs to re-key before the heap is read */
+	struct rc_tm_ent h[];  /* 1-based heap: the children of h[i] are h[2i] and h[2i+1] */
+};
+
 struct mr_ctx {
 	struct mr_ctx_params p;
 	uint32_t max_inflight;
@@ -71,7 +90,7 @@ struct mr_ctx {
 	uint8_t *mr_tag;            /* next tag (key & 0xff) per slot: stale keys never match */
 	struct rc_link resp_sched;  /* QPs with responses/ACKs queued */
 	struct rc_link req_sched;   /* QPs that may have request packets to send */
-	struct rc_link timers;      /* QPs with an armed timer */
+	struct rc_timers *tm;       /* armed QPs (allocated: mutable behind a const ctx) */
 	struct rc_link pds, cqs, srqs;
 	struct mr_ctx_stats stats;
 };
@@ -186,7 +205,11 @@ struct mr_qp {
 	bool cq_overrun;     /* a completion of this QP found its CQ full (rc_cq.c) */
 	struct mr_qp_stats stats;
 
-	struct rc_link resp_link, req_link, timer_link;
+	struct rc_link resp_link, req_link;
+	/* Timers (rc_ctx.c): position in ctx->tm->h (0: not armed, the key is h[tm_pos].key),
+	 * and the link on ctx->tm->dirty (or on a timer run's list of due QPs). */
+	uint32_t tm_pos;
+	struct rc_link tm_link;
 
 	/* Send queue: [sq_head, sq_tail) posted and not completed; free-running indices. */
 	struct rc_swqe *sq;
@@ -246,7 +269,17 @@ void rc_sched_resp(struct mr_qp *qp);
 /* A zeroed entry at the tail of the responder's output ring (RC and MetaRoCE), or NULL when
  * the ring is full (counted as dropped). */
 struct rc_resp *rc_resp_push(struct mr_qp *qp);
+/* qp's timers may have changed: it is re-keyed (armed, moved or disarmed) before the ctx's
+ * timers are next read. O(1); call it after writing any deadline rc_qp_next_expiry reads. */
 void rc_timer_update(struct mr_qp *qp);
+/* Take qp off the timer heap and the dirty list (destroy, reset). */
+void rc_timer_remove(struct mr_qp *qp);
+/* Check the timer heap of ctx against a recomputation of every QP's expiry, after re-keying
+ * the dirty QPs: heap order and positions, every armed QP in the heap with a key no later than
+ * its real expiry (a later one loses a timer). strict also counts keys that are merely early
+ * (a path that moved a deadline later without rc_timer_update: harmless) and disarmed QPs
+ * left in the heap. Returns the number of violations. O(max_qp): tests and audit builds. */
+unsigned int rc_timer_audit(const struct mr_ctx *ctx, bool strict);
 
 /* ---- rc_mr.c ---- */
 /* Resolve key to an MR of pd covering [va, va+len) with all access bits; NULL if not. */

@@ -140,7 +140,7 @@ void rc_qp_free(struct mr_qp *qp)
 
 	rc_list_del(&qp->req_link);
 	rc_list_del(&qp->resp_link);
-	rc_list_del(&qp->timer_link);
+	rc_timer_remove(qp);
 	mrt_free(qp);
 	ctx->qp_tab[qp->qpn - ctx->p.first_qpn] = NULL;
 	qp->init.pd->refs--;
@@ -256,7 +256,7 @@ static void rc_qp_reset(struct mr_qp *qp)
 {
 	rc_list_del(&qp->req_link);
 	rc_list_del(&qp->resp_link);
-	rc_list_del(&qp->timer_link);
+	rc_timer_remove(qp);
 	qp->sq_head = qp->sq_tail = 0;
 	qp->rq_head = qp->rq_tail = 0;
 	memset(&qp->req, 0, sizeof(qp->req));
@@ -415,6 +415,7 @@ int mr_qp_modify(struct mr_qp *qp, const struct mr_qp_attr *a, uint32_t mask)
 		qp->state = next;
 		break;
 	}
+	rc_timer_update(qp); /* a transition may arm or clear any timer */
 	return 0;
 }
 
@@ -518,6 +519,7 @@ int mr_post_send(struct mr_qp *qp, const struct mr_send_wr *wr)
 	}
 	if (qp->state == MR_QPS_RTS)
 		rc_sched_req(qp);
+	rc_timer_update(qp);
 	return 0;
 }
 
@@ -545,5 +547,6 @@ int mr_post_recv(struct mr_qp *qp, const struct mr_recv_wr *wr)
 		return 0;
 	}
 	qp->rq_tail++;
+	rc_timer_update(qp);
 	return 0;
 }
