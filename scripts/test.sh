@@ -38,6 +38,10 @@ if [ "$fuzz" = 1 ]; then
 	echo "== libFuzzer: every target ${fuzz_secs}s (clang, ASan+UBSan), regressions replayed =="
 	scripts/fuzz.sh "$fuzz_secs"
 fi
+echo "== performance against this machine's limits (reported, not asserted) =="
+# scripts/bench-perf.sh --quick: about 2 minutes; a figure it cannot take is printed as a note.
+scripts/bench-perf.sh --quick --json build/bench-perf.json ||
+	echo "test.sh: bench-perf.sh exited $? (figures are reported, never asserted)"
 echo "== interop: stock perftest / ibv_rc_pingpong in Linux rxe guests (QEMU) against metaroce =="
 # Boots Debian's kernel with rdma_rxe under TCG; installs its own packages (scripts/rxe).
 # interop: the rig itself (rxe<->rxe) and metaroce with mrperf/mrpingpong; interop_stock: the
