@@ -55,7 +55,7 @@ const char *mr_perf_usage(void)
 	       "  -a, --all             all sizes 2 .. 2^23\n"
 	       "  -n, --iters=N         iterations (default 5000 write_bw, else 1000)\n"
 	       "  -D, --duration=S      run for S seconds instead of -n\n"
-	       "  -q, --qp=N            number of QPs (1..64)\n"
+	       "  -q, --qp=N            number of QPs (1..1024)\n"
 	       "  -m, --mtu=N           IB MTU 256|512|1024|2048|4096 (default: the port's)\n"
 	       "  -p, --port=N          TCP port for the setup exchange (default 18515)\n"
 	       "  -t, --tx-depth=N      send queue depth (default 128 bw, 1 lat)\n"
@@ -374,7 +374,7 @@ static int apply(const struct opt *o, const char *flag, const char *val, struct 
 		a->duration = (unsigned)v;
 		break;
 	case O_QP:
-		NUM(1, 64);
+		NUM(1, MR_PERF_MAX_QPS);
 		a->num_qps = (unsigned)v;
 		break;
 	case O_MTU:

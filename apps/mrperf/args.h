@@ -10,6 +10,9 @@
 
 #include "exchange.h"
 
+/* QPs per run (-q): the benchmark's QP-scaling figure runs 1024 (issue 10). */
+#define MR_PERF_MAX_QPS 1024
+
 #define MR_PERF_MAX_SIZE (1ull << 30)
 #define MR_PERF_ALL_MAX_LOG2 23   /* -a: sizes 2 .. 2^23, as perftest */
 #define MR_PERF_MAX_OUT_READS 16  /* -o: the READ/atomic responder resources mrperf offers */

@@ -12,7 +12,7 @@
 #include "exchange.h"
 #include "report.h"
 
-#define MR_PERF_MAX_QPS 64
+
 
 struct mrc_session;
 struct mrc_pd;
