@@ -456,6 +456,7 @@ out_j["definitions"] = {
     "latency_vs_memif": "8 B write ping-pong p50 (apps poll: 4 pollers on the machine's CPUs) / raw memif 82-byte ping-pong RTT p50 (lower is better)",
     "latency_send_events_vs_memif": "8 B send ping-pong p50 with -e (apps sleep on CQ events) / raw memif 82-byte ping-pong RTT p50",
     "metaroce runs": "mrperf -e (apps sleep on completion events) except write_lat",
+    "qp_scaling": "8 B WRITE messages/s at 1024 QPs (16 outstanding each) / at 1 QP (128 outstanding)",
 }
 print()
 print("%-26s %s" % ("ratio", "value"))
