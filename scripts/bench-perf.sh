@@ -41,7 +41,7 @@ done
 [ "$(id -u)" = 0 ] || { echo "bench-perf: needs root (network namespaces)" >&2; exit 2; }
 
 if [ $quick = 1 ]; then
-	T=3 ICRC_ARGS="--reps 5 --ms 5" LAT_N=2000 BW_SIZES="65536" SAMPLES=1
+	T=5 ICRC_ARGS="--reps 5 --ms 5" LAT_N=2000 BW_SIZES="65536" SAMPLES=1
 else
 	T=8 ICRC_ARGS="--reps 11 --ms 20" LAT_N=20000 BW_SIZES="65536 1048576 4194304" SAMPLES=3
 fi
