@@ -134,12 +134,12 @@ EAL_T=(--no-pci --no-huge -m 256 --no-shconf --no-telemetry --log-level=lib.eal:
 memif_rate() { # SIZE: memif_pingpong blast (client, CPU a) -> sink (server, CPU b)
 	local size=$1 sock="$work/mb.sock" srv cli sh
 	rm -f "$sock"
-	"$bdir/tests/dpdk/memif_pingpong" sink "$sock" "$size" 0 -l "$cpu_b" "${EAL_T[@]}" \
+	"$bdir/tests/dpdk/memif_pingpong" sink "$sock" "$size" "$T" -l "$cpu_b" "${EAL_T[@]}" \
 		--file-prefix="${tag}mbs" > "$work/mb-sink-$size.log" 2>&1 &
 	srv=$!
 	pids+=($srv)
 	sleep 1
-	"$bdir/tests/dpdk/memif_pingpong" blast "$sock" "$size" $((T + 2)) -l "$cpu_a" "${EAL_T[@]}" \
+	"$bdir/tests/dpdk/memif_pingpong" blast "$sock" "$size" $((T + 5)) -l "$cpu_a" "${EAL_T[@]}" \
 		--file-prefix="${tag}mbc" > "$work/mb-blast-$size.log" 2>&1 &
 	cli=$!
 	pids+=($cli)
@@ -370,7 +370,9 @@ mr_section() {
 	mr_run write_rate_8_s1024 write_bw -s 8 -q 1024 -t 16 -r 1 -D "$T" -e
 	# write_lat has no event mode (its receiver polls the buffer's last byte, as perftest's):
 	# four pollers on two CPUs, figures of the scheduler's time slices. send_lat -e sleeps.
-	mr_run write_lat_8 write_lat -s 8 -n "$LAT_N"
+	# 1000 iterations: at the time slices' 5-6 ms per round trip, 20000 would take 2 minutes;
+	# -u 18 (1 s ACK timeout): a starved engine otherwise ends it in RETRY_EXC_ERR.
+	mr_run write_lat_8 write_lat -s 8 -n 1000 -u 18
 	mr_run send_lat_8 send_lat -s 8 -n "$LAT_N" -e
 	mr_stop
 }

@@ -4,8 +4,8 @@
  * sends every frame back; "ping" (the client) sends one frame of SIZE bytes, busy-polls for its
  * return, N times after a warm-up, and prints the RTT percentiles.
  * The raw frame-rate ceiling: "sink" (server) receives and frees, "blast" (client) allocates,
- * stamps and sends bursts of 32 SIZE-byte frames for N seconds; the sink prints the median of
- * its 1-s rates. One polling thread per process and nothing else (dpdk-testpmd's main lcore
+ * stamps and sends bursts of 32 SIZE-byte frames for N seconds; the sink counts for N seconds
+ * (0: until the blaster leaves) and prints the median of its 1-s rates. One polling thread per process and nothing else (dpdk-testpmd's main lcore
  * and stats loop took 25-50 % of a CPU here, which on 2 vCPUs halves its forwarding lcores).
  * Usage: memif_pingpong echo|ping|sink|blast SOCKET SIZE N [EAL args...]
  * Output (ping): a summary line, then "RESULT rtt_p50_us X" etc.; (sink) "RESULT pps X",
@@ -89,8 +89,10 @@ static void echo(uint16_t port)
 	}
 }
 
-/* Frames until the blaster leaves, one sample per second; the median of the samples. */
-static int sink(uint16_t port, uint32_t size)
+/* One sample per second from the first frame, for SECS + 1 seconds (0: until the blaster
+ * leaves); the median of the samples. It leaves before the blaster does: memif may crash
+ * polling a peer that has gone. */
+static int sink(uint16_t port, uint32_t size, uint32_t secs)
 {
 	struct rte_mbuf *b[64];
 	struct rte_eth_link link;
@@ -98,7 +100,7 @@ static int sink(uint16_t port, uint32_t size)
 	uint32_t ns = 0, empty = 0;
 	bool seen = false;
 
-	while (!stop && ns < 600) {
+	while (!stop && ns < 600 && (secs == 0 || ns < secs + 2)) {
 		uint16_t n = rte_eth_rx_burst(port, 0, b, 64);
 
 		if (n > 0) {
@@ -277,7 +279,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "echo"))
 		echo(0);
 	else if (!strcmp(argv[1], "sink"))
-		rc = sink(0, size);
+		rc = sink(0, size, n);
 	else if (!strcmp(argv[1], "blast"))
 		rc = blast(0, pool, size, n);
 	else
