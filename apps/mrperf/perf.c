@@ -366,6 +366,17 @@ static int post_recv_one(struct mr_perf_ctx *c, unsigned i, uint64_t size)
 	return c->srq != NULL ? mrc_post_srq_recv(c->srq, &wr) : mrc_post_recv(q->qp, &wr);
 }
 
+/* Gives back the receive a completion consumed, counted in *posted. */
+static int repost_recv(struct mr_perf_ctx *c, unsigned i, uint64_t size, uint64_t *posted)
+{
+	int r = post_recv_one(c, i, size);
+
+	if (r < 0)
+		return fail(c, r, "post_recv");
+	(*posted)++;
+	return 0;
+}
+
 /* -e: nothing to do until a completion: arm the CQs (IBA 11.4.2.2), look once more (an entry
  * may have come before the arm), then sleep on their event fds, at most EVENT_WAIT_MS so the
  * callers' progress and -D checks still run. */
@@ -565,13 +576,12 @@ int mr_perf_bw_client(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw_repo
 				verify_recv(c, &wc[k], i, size);
 				rgot++;
 				if (rposted[i] < a->iters) {
-					int r = post_recv_one(c, i, size);
+					int r = repost_recv(c, i, size, &rposted[i]);
 
 					if (r < 0) {
-						rc = fail(c, r, "post_recv");
+						rc = r;
 						goto out;
 					}
-					rposted[i]++;
 				}
 				last_progress = now;
 			}
@@ -711,13 +721,12 @@ int mr_perf_bw_send_server(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw
 			completed[got++] = now;
 			rcnt[i]++;
 			if (dur || rposted[i] < a->iters) {
-				int r = post_recv_one(c, i, size);
+				int r = repost_recv(c, i, size, &rposted[i]);
 
 				if (r < 0) {
-					rc = fail(c, r, "post_recv");
+					rc = r;
 					goto out;
 				}
-				rposted[i]++;
 			}
 			last = now;
 		}
