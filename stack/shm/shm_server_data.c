@@ -188,22 +188,6 @@ static void cq_notify(struct mr_shm_session *s, struct mr_shm_cq *cq, bool solic
 		s->srv->st.events_refused++;
 }
 
-/* An armed CQ whose ring is full while the engine holds newer completions for it raises its
- * event: those completions arrived after the arm (IBA 11.4.2.2), the app only cannot see them
- * until it polls, and without the event an app that sleeps on the channel would never poll.
- * An arm that finds unpolled entries in the ring and nothing newer raises nothing, as rxe
- * (its arm only marks the CQ; rxe_cq_post raises the event): an application that takes one
- * entry per event (perftest -e latency loops) would otherwise get an event with nothing
- * behind it, skip a wait and run ahead of its peer. */
-static void cq_notify_full(struct mr_shm_session *s, struct mr_shm_cq *cq)
-{
-	if (atomic_load_explicit(&cq->ring->notify_req, memory_order_relaxed) == cq->notify_done)
-		return;
-	/* Whether the held entries are solicited is not known here: a solicited-only arm waits
-	 * until they are published. */
-	cq_notify(s, cq, false);
-}
-
 int mr_shm_cq_drain(struct mr_shm_session *s, struct mr_shm_cq *cq)
 {
 	struct mr_wc wc[CQ_BUDGET];
@@ -212,9 +196,15 @@ int mr_shm_cq_drain(struct mr_shm_session *s, struct mr_shm_cq *cq)
 	int n, i;
 
 	if (room == 0) {
-		/* App is slow: completions wait in the backend CQ. */
+		/* App is slow: completions wait in the backend CQ. If it is armed, those arrived
+		 * after the arm (IBA 11.4.2.2): raise its event, or an app asleep on the channel
+		 * never polls. Whether they are solicited is not known yet: a solicited-only arm
+		 * waits until they are published. An arm that only finds unpolled entries in the
+		 * ring raises nothing, as rxe (rxe_cq_post raises the event): an app taking one
+		 * entry per event (perftest -e latency loops) would get an event with nothing
+		 * behind it, skip a wait and run ahead of its peer. */
 		if (s->srv->ops->cq_pending == NULL || s->srv->ops->cq_pending(s->srv->be, cq->be))
-			cq_notify_full(s, cq);
+			cq_notify(s, cq, false);
 		return 0;
 	}
 	n = s->srv->ops->poll_cq(s->srv->be, cq->be, room < CQ_BUDGET ? (int)room : CQ_BUDGET,
