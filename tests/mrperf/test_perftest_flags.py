@@ -35,9 +35,20 @@ def flags_of(tool):
     return found
 
 
-def probe(probe_bin, prog, args):
-    r = subprocess.run([probe_bin, prog] + args, capture_output=True, text=True, timeout=10)
-    return r.returncode, r.stdout.strip()
+def probe_all(probe_bin, cmdlines):
+    """Runs every command line through one args_probe --batch process: [(rc, output)]."""
+    text = "".join("\t".join(c) + "\n" for c in cmdlines)
+    r = subprocess.run([probe_bin, "--batch"], input=text, capture_output=True, text=True,
+                       timeout=300)
+    lines = r.stdout.splitlines()
+    if r.returncode != 0 or len(lines) != len(cmdlines):
+        sys.exit(f"FAIL: args_probe --batch: rc {r.returncode}, {len(lines)} answers to "
+                 f"{len(cmdlines)} lines: {r.stderr.strip()}")
+    out = []
+    for line in lines:
+        rc, _, msg = line.partition("\t")
+        out.append((int(rc), msg))
+    return out
 
 
 def main():
@@ -46,35 +57,37 @@ def main():
         print("SKIP: stock perftest (/usr/bin/ib_*) not installed")
         return 77
     bad = 0
-    seen = 0
     table = {}
+    cases = []
     for tool in TOOLS:
         prog = "ib_" + tool
         flags = flags_of(tool)
         if len(flags) < 40:
             print(f"FAIL: only {len(flags)} flags found in {prog} --help")
             return 1
-        for short, long_ in flags:
-            if long_ == "help":
-                continue
-            seen += 1
-            val = VALUES.get(long_, "1")
-            # does it take a value? ask the parser with none
-            rc, out = probe(probe_bin, prog, ["--" + long_])
-            takes = "needs a value" in out
-            forms = [["--" + long_ + "=" + val], ["--" + long_, val]] if takes else [["--" + long_]]
-            if short:
-                forms += [["-" + short + val], ["-" + short, val]] if takes else [["-" + short]]
-            for form in forms:
-                rc, out = probe(probe_bin, prog, form)
-                typed = form[0].split("=")[0] if form[0].startswith("--") else form[0][:2]
-                ok = rc == 0 or (rc in (1, 2) and typed in out)
-                if "unknown option" in out or not ok:
-                    print(f"FAIL: {prog} {' '.join(form)}: rc {rc}: {out}")
-                    bad += 1
-                kind = "accepted" if rc == 0 and "ignored:" not in out else \
-                    "ignored" if rc == 0 else "rejected" if rc == 1 else "invalid"
-                table.setdefault((short, long_), set()).add((tool, kind))
+        cases += [(tool, short, long_) for short, long_ in flags if long_ != "help"]
+    seen = len(cases)
+    # does each flag take a value? ask the parser with none
+    asks = probe_all(probe_bin, [["ib_" + t, "--" + l] for t, _, l in cases])
+    runs = []
+    for (tool, short, long_), (_, out) in zip(cases, asks):
+        val = VALUES.get(long_, "1")
+        takes = "needs a value" in out
+        forms = [["--" + long_ + "=" + val], ["--" + long_, val]] if takes else [["--" + long_]]
+        if short:
+            forms += [["-" + short + val], ["-" + short, val]] if takes else [["-" + short]]
+        runs += [(tool, short, long_, form) for form in forms]
+    answers = probe_all(probe_bin, [["ib_" + r[0]] + r[3] for r in runs])
+    for (tool, short, long_, form), (rc, out) in zip(runs, answers):
+        prog = "ib_" + tool
+        typed = form[0].split("=")[0] if form[0].startswith("--") else form[0][:2]
+        ok = rc == 0 or (rc in (1, 2) and typed in out)
+        if "unknown option" in out or not ok:
+            print(f"FAIL: {prog} {' '.join(form)}: rc {rc}: {out}")
+            bad += 1
+        kind = "accepted" if rc == 0 and "ignored:" not in out else \
+            "ignored" if rc == 0 else "rejected" if rc == 1 else "invalid"
+        table.setdefault((short, long_), set()).add((tool, kind))
     for (short, long_), v in sorted(table.items(), key=lambda x: x[0][1].lower()):
         kinds = sorted({k for _, k in v})
         print(f"{('-' + short + ', ') if short else '    '}--{long_}: {'/'.join(kinds)}")
