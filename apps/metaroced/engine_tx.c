@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include <rte_mbuf.h>
+#include <rte_ring.h>
 
 #include "daemon.h"
 #include "backend.h"
@@ -282,13 +283,22 @@ static void build_for_io(struct mr_daemon *d, struct mr_path *path, const struct
 
 unsigned int mr_engine_tx_transport(struct mr_daemon *d, uint64_t now, unsigned int budget)
 {
-	unsigned int n;
+	unsigned int n, room;
 
 	/* ARP/ND answers release held frames from the rx path at once; this catches failures
 	 * (probes exhausted) without a table lookup per held frame per loop iteration. */
 	if (d->nheld > 0 && now >= d->held_next_check) {
 		mr_engine_release_held(d, now);
 		d->held_next_check = now + HELD_CHECK_NS;
+	}
+	/* Back-pressure: a packet taken from the transport counts as sent (its PSN is used), so
+	 * no more are taken than the port's tx backlog (or the I/O shard's ring) can hold. A
+	 * full PMD ring then slows the transport down instead of losing frames. */
+	room = d->tx_ring != NULL ? rte_ring_free_count(d->tx_ring) :
+				     mr_dpdk_port_tx_room(d->port, 0);
+	if (room < budget) {
+		budget = room;
+		d->st.tx_backpressure++;
 	}
 	for (n = 0; n < budget; n++) {
 		struct mr_tx_pkt pkt;

@@ -223,11 +223,15 @@ unsigned int mr_shard_drain_tx_rings(struct mr_daemon *d, uint64_t now)
 
 	for (s = 1; s < d->nshards; s++) {
 		struct rte_ring *r = d->all[s]->tx_ring;
-		unsigned int got = 0;
+		unsigned int got = 0, room;
 
-		/* At most one ring's worth per shard per iteration, so rx keeps its turn. */
+		/* At most one ring's worth per shard per iteration, so rx keeps its turn; and no
+		 * more than the port's tx backlog takes: the rest waits in the ring (back-pressure
+		 * to the shard, mr_engine_tx_transport). */
 		while (got < SHARD_RING_SIZE &&
-		       (n = rte_ring_sc_dequeue_burst(r, bufs, SHARD_RING_BURST, NULL)) > 0) {
+		       (room = mr_dpdk_port_tx_room(d->port, 0)) > 0 &&
+		       (n = rte_ring_sc_dequeue_burst(r, bufs, RTE_MIN(room, SHARD_RING_BURST),
+						      NULL)) > 0) {
 			for (i = 0; i < n; i++)
 				route_one(d, bufs[i], now);
 			got += n;

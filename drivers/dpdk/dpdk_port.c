@@ -47,9 +47,11 @@
 
 /* Per-queue tx state; each on its own cache line, written only by the owning lcore. */
 struct mr_dpdk_txq {
-	struct rte_eth_dev_tx_buffer *buf;
+	uint16_t n;          /* frames waiting in pend[], oldest first */
+	uint16_t burst;      /* a queue of this many is sent at once */
 	uint64_t last_drain; /* TSC of the last drain check that flushed */
-	uint64_t dropped;    /* incremented by rte_eth_tx_buffer_count_callback */
+	uint64_t dropped;    /* frames refused because pend[] was full */
+	struct rte_mbuf *pend[MR_DPDK_TX_BACKLOG];
 } __rte_cache_aligned;
 
 struct mr_dpdk_port {
@@ -97,7 +99,7 @@ static int create_pool(struct mr_dpdk_port *p, const struct mr_dpdk_port_conf *c
 		room = RTE_MAX(room, p->pmd_frame);
 
 	if (n == 0)
-		n = (uint32_t)p->nb_queues * (nb_rxd + nb_txd + tx_burst) +
+		n = (uint32_t)p->nb_queues * (nb_rxd + nb_txd + tx_burst + MR_DPDK_TX_BACKLOG) +
 		    rte_lcore_count() * POOL_CACHE + POOL_SPARE;
 	snprintf(name, sizeof(name), "mr_pool_p%u", p->port_id);
 	/* rte_mempool requires cache_size <= n / 1.5 (RTE_MEMPOOL_CACHE_MAX_SIZE rule). */
@@ -117,17 +119,28 @@ static int setup_txq(struct mr_dpdk_port *p, uint16_t tx_burst, int socket)
 				    socket);
 	if (p->txq == NULL)
 		return -ENOMEM;
-	for (uint16_t q = 0; q < p->nb_queues; q++) {
-		struct mr_dpdk_txq *t = &p->txq[q];
-
-		t->buf = rte_zmalloc_socket("mr_txbuf", RTE_ETH_TX_BUFFER_SIZE(tx_burst), 0, socket);
-		if (t->buf == NULL)
-			return -ENOMEM;
-		rte_eth_tx_buffer_init(t->buf, tx_burst);
-		rte_eth_tx_buffer_set_err_callback(t->buf, rte_eth_tx_buffer_count_callback,
-						   &t->dropped);
-	}
+	for (uint16_t q = 0; q < p->nb_queues; q++)
+		p->txq[q].burst = tx_burst;
 	return 0;
+}
+
+/* Hands q's waiting frames to the PMD. What it does not take (its ring is full: the peer or
+ * the wire is slower than we are) stays queued in order for the next call instead of being
+ * dropped: every such drop costs plain RC a Local ACK Timeout or a go-back-N resend of the
+ * window (IBA 9.7.5.1.2), and the engine stops asking the transport for frames while the
+ * queue is full (mr_dpdk_port_tx_room). */
+static uint16_t txq_send(struct mr_dpdk_port *p, uint16_t q)
+{
+	struct mr_dpdk_txq *t = &p->txq[q];
+	uint16_t sent;
+
+	if (t->n == 0)
+		return 0;
+	sent = rte_eth_tx_burst(p->port_id, q, t->pend, t->n);
+	if (sent > 0 && sent < t->n)
+		memmove(t->pend, t->pend + sent, (size_t)(t->n - sent) * sizeof(t->pend[0]));
+	t->n = (uint16_t)(t->n - sent);
+	return sent;
 }
 
 static void free_port(struct mr_dpdk_port *p)
@@ -136,9 +149,12 @@ static void free_port(struct mr_dpdk_port *p)
 		rte_eth_dev_stop(p->port_id);
 	if (p->txq != NULL) {
 		for (uint16_t q = 0; q < p->nb_queues; q++) {
-			if (p->txq[q].buf != NULL && p->started)
-				rte_eth_tx_buffer_flush(p->port_id, q, p->txq[q].buf);
-			rte_free(p->txq[q].buf);
+			struct mr_dpdk_txq *t = &p->txq[q];
+
+			if (p->started)
+				txq_send(p, q);
+			rte_pktmbuf_free_bulk(t->pend, t->n);
+			t->n = 0;
 		}
 		rte_free(p->txq);
 	}
@@ -488,16 +504,45 @@ uint16_t mr_dpdk_port_tx_burst(struct mr_dpdk_port *port, uint16_t q, struct rte
 
 int mr_dpdk_port_tx(struct mr_dpdk_port *port, uint16_t q, struct rte_mbuf *m)
 {
+	struct mr_dpdk_txq *t;
+	int sent = 0;
+
 	if (unlikely(port == NULL || m == NULL || q >= port->nb_queues))
 		return -EINVAL;
-	return rte_eth_tx_buffer(port->port_id, q, port->txq[q].buf, m);
+	t = &port->txq[q];
+	if (unlikely(t->n == MR_DPDK_TX_BACKLOG)) {
+		sent = txq_send(port, q);
+		if (t->n == MR_DPDK_TX_BACKLOG) {
+			rte_pktmbuf_free(m);
+			t->dropped++;
+			return sent;
+		}
+	}
+	t->pend[t->n++] = m;
+	if (t->n >= t->burst)
+		sent += txq_send(port, q);
+	return sent;
+}
+
+unsigned int mr_dpdk_port_tx_room(const struct mr_dpdk_port *port, uint16_t q)
+{
+	if (unlikely(port == NULL || q >= port->nb_queues))
+		return 0;
+	return MR_DPDK_TX_BACKLOG - port->txq[q].n;
+}
+
+unsigned int mr_dpdk_port_tx_backlog(const struct mr_dpdk_port *port, uint16_t q)
+{
+	if (unlikely(port == NULL || q >= port->nb_queues))
+		return 0;
+	return port->txq[q].n;
 }
 
 uint16_t mr_dpdk_port_tx_flush(struct mr_dpdk_port *port, uint16_t q)
 {
 	if (unlikely(q >= port->nb_queues))
 		return 0;
-	return rte_eth_tx_buffer_flush(port->port_id, q, port->txq[q].buf);
+	return txq_send(port, q);
 }
 
 uint16_t mr_dpdk_port_tx_drain(struct mr_dpdk_port *port, uint16_t q, uint64_t now_tsc)
@@ -510,7 +555,7 @@ uint16_t mr_dpdk_port_tx_drain(struct mr_dpdk_port *port, uint16_t q, uint64_t n
 	if (now_tsc - t->last_drain < port->drain_tsc)
 		return 0;
 	t->last_drain = now_tsc;
-	return rte_eth_tx_buffer_flush(port->port_id, q, t->buf);
+	return txq_send(port, q);
 }
 
 struct rte_mbuf *mr_dpdk_port_mbuf_from_frame(struct mr_dpdk_port *port, const void *frame,

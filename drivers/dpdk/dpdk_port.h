@@ -103,14 +103,21 @@ uint16_t mr_dpdk_port_rx_burst(struct mr_dpdk_port *port, uint16_t q, struct rte
 /* Send up to n frames now. Returns how many the PMD took; the rest still belong to the caller. */
 uint16_t mr_dpdk_port_tx_burst(struct mr_dpdk_port *port, uint16_t q, struct rte_mbuf **bufs,
 			       uint16_t n);
-/* Queue one frame in q's tx buffer; the buffer is sent when full or by the drain. Returns the
- * number of frames sent by this call (>= 0), or -EINVAL (bad queue or NULL; m not consumed).
- * Frames the PMD refuses at flush time are freed and counted in tx_buffer_drops. */
+/* Queue one frame on q; the queue goes to the PMD when it holds tx_burst frames, on a flush or
+ * by the drain. Frames the PMD does not take (its ring is full) stay queued, in order, for the
+ * next send: nothing is dropped below MR_DPDK_TX_BACKLOG waiting frames. Returns the number of
+ * frames sent by this call (>= 0), or -EINVAL (bad queue or NULL; m not consumed). A frame
+ * queued on a full backlog is freed and counted in tx_buffer_drops: callers that can wait ask
+ * mr_dpdk_port_tx_room() first. */
+#define MR_DPDK_TX_BACKLOG 1024
 int mr_dpdk_port_tx(struct mr_dpdk_port *port, uint16_t q, struct rte_mbuf *m);
-/* Send q's buffered frames if the last drain is older than tx_drain_us (now_tsc: rte_rdtsc()).
+/* How many more frames q can queue without a drop / how many wait now. */
+unsigned int mr_dpdk_port_tx_room(const struct mr_dpdk_port *port, uint16_t q);
+unsigned int mr_dpdk_port_tx_backlog(const struct mr_dpdk_port *port, uint16_t q);
+/* Send q's queued frames if the last drain is older than tx_drain_us (now_tsc: rte_rdtsc()).
  * Returns the number sent. */
 uint16_t mr_dpdk_port_tx_drain(struct mr_dpdk_port *port, uint16_t q, uint64_t now_tsc);
-/* Send q's buffered frames now. Returns the number sent. */
+/* Send q's queued frames now (as many as the PMD takes). Returns the number sent. */
 uint16_t mr_dpdk_port_tx_flush(struct mr_dpdk_port *port, uint16_t q);
 
 /* Copy a built frame into a new mbuf from the port's pool (chained if longer than one mbuf).
@@ -141,7 +148,7 @@ int mr_dpdk_port_tx_prepare(struct mr_dpdk_port *port, struct rte_mbuf **m,
 struct mr_dpdk_port_stats {
 	uint64_t ipackets, opackets, ibytes, obytes; /* rte_eth_stats */
 	uint64_t imissed, ierrors, oerrors, rx_nombuf;
-	uint64_t tx_buffer_drops; /* frames the tx buffers had to drop, all queues */
+	uint64_t tx_buffer_drops; /* frames refused at a full tx backlog, all queues */
 	uint64_t mbuf_alloc_fail; /* mr_dpdk_port_mbuf_from_frame() failures */
 	uint64_t mbufs_in_use;    /* of the port's rx pool now (leak checks: idle = what the PMD holds) */
 };

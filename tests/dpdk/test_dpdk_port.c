@@ -417,9 +417,11 @@ static void test_arp_through_port(void **state)
 /* Overload is counted, not crashed on: a tx buffer flushed into a full ring frees and counts
  * what the PMD refused; an exhausted pool fails allocation with ENOBUFS and counts it; the
  * multicast filter falls back gracefully on a PMD without one. */
+/* A full PMD ring: frames wait in the port's tx backlog, in order; only frames queued on a full
+ * backlog are dropped (and counted), and the backlog goes out, in order, once the ring drains. */
 static void test_drops_counted(void **state)
 {
-	enum { N = 1500, POOL = 64 };
+	enum { N = 3000, POOL = 64 };
 	struct mr_dpdk_port_conf c;
 	struct mr_dpdk_port *p = open_ring("net_ring7", 1, 0, false);
 	struct mr_dpdk_port_stats st;
@@ -427,27 +429,45 @@ static void test_drops_counted(void **state)
 	static const uint8_t mc[2][6] = { { 0x33, 0x33, 0xff, 0, 0, 1 }, { 0x01, 0, 0x5e, 0, 0, 1 } };
 	static const uint8_t uc[1][6] = { { 0x02, 0, 0, 0, 0, 1 } };
 	uint8_t f[64];
-	uint32_t sent = 0, got = 0, n;
+	uint32_t sent = 0, got = 0, n, drops;
 	int rc;
 
 	(void)state;
-	fill_frame(f, 64, 3);
-	for (int i = 0; i < N; i++) {
+	for (uint32_t i = 0; i < N; i++) {
+		fill_frame(f, 64, i);
 		rc = mr_dpdk_port_tx(p, 0, mr_dpdk_port_mbuf_from_frame(p, f, 64));
 		assert_true(rc >= 0);
 		sent += (uint32_t)rc;
 	}
 	sent += mr_dpdk_port_tx_flush(p, 0);
-	while ((n = mr_dpdk_port_rx_burst(p, 0, rx, BURST)) > 0) {
-		for (uint32_t i = 0; i < n; i++)
-			rte_pktmbuf_free(rx[i]);
-		got += n;
-	}
+	/* the ring (1024 slots) is full, the backlog behind it too */
+	assert_true(sent < N - MR_DPDK_TX_BACKLOG);
+	assert_int_equal(mr_dpdk_port_tx_backlog(p, 0), MR_DPDK_TX_BACKLOG);
+	assert_int_equal(mr_dpdk_port_tx_room(p, 0), 0);
 	assert_int_equal(mr_dpdk_port_stats_get(p, &st), 0);
-	assert_true(got < N);              /* the ring (1024 slots) overflowed */
-	assert_int_equal(got, sent);
-	assert_int_equal(st.tx_buffer_drops, N - sent);
+	drops = N - sent - MR_DPDK_TX_BACKLOG;
+	assert_int_equal(st.tx_buffer_drops, drops);
 	assert_int_equal(st.opackets, sent);
+	/* Drain: every frame that was not dropped arrives, oldest first, none twice. */
+	for (int spins = 0; spins < 100000 && got < N - drops; spins++) {
+		n = mr_dpdk_port_rx_burst(p, 0, rx, BURST);
+		for (uint32_t i = 0; i < n; i++) {
+			const uint8_t *b = rte_pktmbuf_mtod(rx[i], const uint8_t *);
+			uint32_t seq = (uint32_t)b[14] << 24 | (uint32_t)b[15] << 16 |
+				       (uint32_t)b[16] << 8 | b[17];
+
+			assert_int_equal(seq, got + i);
+			rte_pktmbuf_free(rx[i]);
+		}
+		got += n;
+		mr_dpdk_port_tx_flush(p, 0);
+	}
+	assert_int_equal(got, N - drops);
+	assert_int_equal(mr_dpdk_port_tx_backlog(p, 0), 0);
+	assert_int_equal(mr_dpdk_port_tx_room(p, 0), MR_DPDK_TX_BACKLOG);
+	assert_int_equal(mr_dpdk_port_stats_get(p, &st), 0);
+	assert_int_equal(st.tx_buffer_drops, drops);
+	assert_int_equal(st.opackets, N - drops);
 	assert_int_equal(mr_dpdk_port_set_mcast(p, mc, 2), 0);
 	assert_int_equal(mr_dpdk_port_set_mcast(p, uc, 1), -EINVAL);
 	assert_int_equal(mr_dpdk_port_set_mcast(p, NULL, 1), -EINVAL);
