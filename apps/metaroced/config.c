@@ -26,6 +26,7 @@ void mr_config_defaults(struct mr_daemon_config *cfg)
 	cfg->lcores[0] = 0;
 	cfg->n_lcores = 1;
 	cfg->idle_sleep_us = 0;
+	cfg->idle_yield = true;
 	cfg->max_qp = 1024;
 	cfg->max_mr = 4096;
 	cfg->max_cq = 1024;
@@ -216,6 +217,8 @@ static int set_key(struct parse_state *ps, struct mr_daemon_config *cfg, const c
 	}
 	if (!strcmp(s, "roce") && !strcmp(key, "ecn"))
 		return get_bool(ps, key, v, &cfg->ecn);
+	if (!strcmp(s, "engine") && !strcmp(key, "idle_yield"))
+		return get_bool(ps, key, v, &cfg->idle_yield);
 	if (!strcmp(s, "engine") && !strcmp(key, "lcores"))
 		return get_lcores(ps, key, v, cfg);
 	if (!strcmp(s, "shm") && !strcmp(key, "socket"))

@@ -47,6 +47,7 @@ struct mr_daemon_config {
 	uint32_t lcores[MR_CFG_MAX_LCORES];
 	unsigned int n_lcores;
 	uint32_t idle_sleep_us;   /* 0 = pure busy polling */
+	bool idle_yield;          /* idle engine: sched_yield() between polls (engine.c) */
 	/* [limits] */
 	uint32_t max_qp;
 	uint32_t max_mr;

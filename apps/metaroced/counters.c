@@ -217,9 +217,11 @@ void mr_cnt_engine(const struct mr_cnt_sink *k, const struct mr_engine_stats *e)
 	c(k, "tx_drop_build_err", e->tx_build_err);
 	c(k, "tx_drop_unreachable", e->held_dropped);
 	c(k, "drop_ring_full", e->ring_full);
+	c(k, "tx_backpressure", e->tx_backpressure);
 	c(k, "tx_held_for_arp", e->held);
 	c(k, "engine_iterations", e->iterations);
 	c(k, "engine_idle_sleeps", e->idle_sleeps);
+	c(k, "engine_idle_yields", e->idle_yields);
 	c(k, "engine_stalls", e->stalls);
 	k->emit(k->arg, MR_CNT_GAUGE, "engine_max_gap_ns", e->max_gap_ns);
 	k->emit(k->arg, MR_CNT_GAUGE, "engine_max_work_ns", e->max_work_ns);

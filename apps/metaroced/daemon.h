@@ -43,6 +43,7 @@ struct mr_impair;
 #define MR_RX_DRAIN_BURSTS 64
 #define MR_TX_BUDGET 64        /* transport packets per loop iteration, so rx keeps up */
 #define MR_IDLE_SPINS 256      /* empty iterations before the idle back-off sleeps */
+#define MR_YIELD_SPINS 16      /* empty iterations before an idle engine yields its CPU */
 #define MR_STALL_NS 10000000ull /* 10 ms: far longer than any iteration or idle sleep */
 
 struct mr_held {
@@ -51,7 +52,7 @@ struct mr_held {
 };
 
 struct mr_engine_stats {
-	uint64_t iterations, idle_sleeps;
+	uint64_t iterations, idle_sleeps, idle_yields;
 	uint64_t rx_frames, rx_bytes;
 	uint64_t rx_neigh;          /* ARP/ND frames consumed by the neighbour module */
 	uint64_t rx_roce;           /* parsed and handed to the transport */
@@ -85,6 +86,7 @@ struct mr_engine_stats {
 	uint64_t ring_full;         /* a ring was full: frame dropped, RC retransmits it */
 	uint64_t ring_copy;         /* dispatched by copy (the frame was not one rx mbuf) */
 	uint64_t rx_backpressure;   /* I/O shard: port rx paused, a shard's rx ring was nearly full */
+	uint64_t tx_backpressure;   /* iterations the transport's tx was cut short: port tx backlog full */
 	uint64_t sessions_adopted;  /* session sockets received from the control thread */
 };
 
@@ -135,6 +137,7 @@ struct mr_daemon {
 	struct mr_daemon_config cfg;
 	const char *sock_path;
 	uint32_t idle_sleep_us;
+	bool idle_yield;
 	uint32_t ctl_every;
 	uint64_t stats_every_ns;
 

@@ -9,6 +9,7 @@
  * The port's link is followed while running (follow_link): net_memif's comes up only when its
  * peer connects, which may be long after start-up.
  */
+#include <sched.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -210,7 +211,8 @@ int mr_engine_run(struct mr_daemon *d)
 		work += mr_engine_tx_transport(d, now, MR_TX_BUDGET);
 		if (d->tx_pending) {
 			mr_dpdk_port_tx_flush(d->port, 0);
-			d->tx_pending = false;
+			/* What the PMD did not take waits for the next iteration. */
+			d->tx_pending = mr_dpdk_port_tx_backlog(d->port, 0) > 0;
 		}
 		/* Completions the transport produced this iteration reach the apps' rings now,
 		 * not one idle sleep later. */
@@ -240,9 +242,18 @@ int mr_engine_run(struct mr_daemon *d)
 			if (took > d->st.max_work_ns)
 				d->st.max_work_ns = took;
 			idle = 0;
-		} else if (idle < MR_IDLE_SPINS) {
-			idle++;
-		} else if (d->idle_sleep_us > 0) {
+		} else if (idle < MR_IDLE_SPINS || d->idle_sleep_us == 0) {
+			idle += idle < MR_IDLE_SPINS;
+			/* A polling engine beside polling apps on fewer CPUs than pollers (a 2-vCPU
+			 * host: two engines, two apps) would otherwise hold its CPU to the end of
+			 * the scheduler's slice (ms) while the app it waits for is runnable on the
+			 * same CPU: yield it while idle. Alone on its CPU, sched_yield() returns at
+			 * once (well under a microsecond per idle iteration). */
+			if (idle >= MR_YIELD_SPINS && d->idle_yield) {
+				d->st.idle_yields++;
+				sched_yield();
+			}
+		} else {
 			uint32_t us = idle_sleep_us(d);
 
 			if (us > 0) {
