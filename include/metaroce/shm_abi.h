@@ -83,6 +83,40 @@ _Static_assert(offsetof(struct mrc_ring_hdr, notify_req) == 3 * MRC_CACHE_LINE, 
 /* Optional daemon features announced in the HELLO response (additions within ABI version 1:
  * an older daemon leaves the field 0). */
 #define MRC_FEAT_MAP_OFFSET 1u   /* MAP_BUF honours file_offset */
+/* HELLO: the app rings doorbells (request), the session has a doorbell region (response; its
+ * memfd rides with the answer). Sessions without it are served by a scan of every QP. */
+#define MRC_FEAT_DOORBELL 2u
+
+/* ---- doorbell: which QPs have new SQ/RQ entries (one region per session) ----
+ * A QP's slot is its handle's index (mrc_db_slot). After publishing a QP's SQ or RQ producer
+ * index, the app sets bit slot % 64 of leaf[slot / 64], then bit (slot / 64) % 64 of
+ * sum[slot / 4096] (mrc_db_ring). The daemon exchanges non-zero summary words and then the
+ * leaf words they name with 0 and serves only those QPs: an idle QP costs it nothing per poll,
+ * as with a NIC's doorbell, instead of two ring-header reads on as many pages. Bits are hints
+ * to the daemon: one naming no QP of the session is ignored, a QP the app does not ring only
+ * waits, and the ring indices are still checked as for any other read of app memory. The
+ * release RMWs after the publish pair with the daemon's acquire exchanges: a daemon that
+ * clears a bit sees the entries published before it was set; one set after the clear is seen
+ * on its next poll. */
+#define MRC_DB_SLOTS 65536u
+struct mrc_doorbell {
+	_Atomic uint64_t sum[MRC_DB_SLOTS / 4096];   /* 16 words: two cache lines */
+	_Atomic uint64_t leaf[MRC_DB_SLOTS / 64];    /* 1024 words */
+};
+_Static_assert(sizeof(struct mrc_doorbell) == 8320, "doorbell layout");
+
+static inline uint32_t mrc_db_slot(uint32_t handle)
+{
+	return ((handle & 0xffffu) - 1u) & (MRC_DB_SLOTS - 1);
+}
+
+static inline void mrc_db_ring(struct mrc_doorbell *db, uint32_t slot)
+{
+	slot &= MRC_DB_SLOTS - 1;
+	atomic_fetch_or_explicit(&db->leaf[slot / 64], 1ull << (slot % 64), memory_order_release);
+	atomic_fetch_or_explicit(&db->sum[slot / 4096], 1ull << ((slot / 64) % 64),
+				 memory_order_release);
+}
 
 /* ---- ring entries ---- */
 
@@ -186,7 +220,8 @@ static inline size_t mrc_ring_bytes(uint32_t size, uint32_t entry_size)
 
 /* ---- control messages (SOCK_SEQPACKET; one struct per datagram) ---- */
 enum mrc_ctl_op {
-	MRC_CTL_HELLO = 1,       /* first request; version negotiation */
+	MRC_CTL_HELLO = 1,       /* first request; version negotiation; response + the doorbell
+				  * memfd when both sides have MRC_FEAT_DOORBELL */
 	MRC_CTL_QUERY_PORT = 2,
 	MRC_CTL_ALLOC_PD = 3,
 	MRC_CTL_DEALLOC_PD = 4,
@@ -219,7 +254,10 @@ _Static_assert(sizeof(struct mrc_ctl_hdr) == 16, "ctl header is 16 bytes");
 struct mrc_ctl_req {
 	struct mrc_ctl_hdr hdr;
 	union {
-		struct { uint32_t abi_version; uint32_t pid; } hello;
+		struct {
+			uint32_t abi_version, pid;
+			uint32_t features;  /* MRC_FEAT_* the app uses (DOORBELL); 0 = none */
+		} hello;
 		struct { uint32_t handle; } obj;   /* DEALLOC_PD, UNMAP_BUF, DEREG_MR, DESTROY_*,
 						    * QUERY_QP */
 		struct {

@@ -219,7 +219,7 @@ struct mrc_session *mrc_open(const char *sock_path)
 	const char *env;
 	struct timeval tv;
 	long ms = DEFAULT_TIMEOUT_MS;
-	int rc;
+	int rc, db_fd = -1;
 
 	if (sock_path == NULL)
 		sock_path = getenv("METAROCE_SOCK");
@@ -249,13 +249,34 @@ struct mrc_session *mrc_open(const char *sock_path)
 	memset(&req, 0, sizeof(req));
 	req.u.hello.abi_version = MRC_ABI_VERSION;
 	req.u.hello.pid = (uint32_t)getpid();
-	rc = mrc_rpc(s, MRC_CTL_HELLO, &req, -1, &resp, NULL);
+	/* METAROCE_NO_DOORBELL=1: the daemon scans this session's QPs instead (before/after
+	 * measurements, tests of that path). */
+	env = getenv("METAROCE_NO_DOORBELL");
+	if (env == NULL || strcmp(env, "1") != 0)
+		req.u.hello.features = MRC_FEAT_DOORBELL;
+	rc = mrc_rpc(s, MRC_CTL_HELLO, &req, -1, &resp, &db_fd);
 	if (rc < 0) {
+		if (db_fd >= 0)
+			close(db_fd);
 		errno = -rc;
 		goto fail;
 	}
 	s->id = resp.u.hello.session_id;
 	s->features = resp.u.hello.features;
+	if (db_fd >= 0) {
+		void *m = (s->features & MRC_FEAT_DOORBELL) ?
+			mmap(NULL, sizeof(*s->db), PROT_READ | PROT_WRITE, MAP_SHARED, db_fd, 0) :
+			MAP_FAILED;
+
+		close(db_fd);
+		/* The daemon now serves this session's QPs only when rung: without the
+		 * mapping they would never run, so the open fails instead. */
+		if (m == MAP_FAILED) {
+			errno = EPROTO;
+			goto fail;
+		}
+		s->db = m;
+	}
 	return s;
 fail_errno:
 fail:
@@ -280,6 +301,8 @@ int mrc_close(struct mrc_session *s)
 		s->objs.next = o->next;
 		mrc_obj_free(o);
 	}
+	if (s->db != NULL)
+		munmap(s->db, sizeof(*s->db));
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 	return 0;

@@ -70,6 +70,7 @@ struct mrc_qp {
 	struct mrc_cq *send_cq, *recv_cq;
 	struct mrc_srq *srq;        /* receives go to the SRQ instead of the RQ ring */
 	uint32_t qp_num;
+	uint32_t db_slot;           /* mrc_db_slot(o.handle) */
 	void *map;
 	size_t map_len;
 	struct mrc_ring_hdr *sq, *rq;
@@ -87,6 +88,7 @@ struct mrc_session {
 	uint32_t seq;
 	uint32_t id;
 	uint32_t features;          /* MRC_FEAT_* from HELLO */
+	struct mrc_doorbell *db;    /* MRC_FEAT_DOORBELL: rung after each post; else NULL */
 	struct mrc_obj objs;        /* list head */
 	char err[256];
 };

@@ -67,6 +67,7 @@ struct mrc_qp *mrc_create_qp(struct mrc_pd *pd, const struct mrc_qp_init_attr *i
 	if (rc < 0)
 		goto fail;
 	qp->o.handle = resp.u.create_qp.handle;
+	qp->db_slot = mrc_db_slot(qp->o.handle);
 	qp->qp_num = resp.u.create_qp.qp_num;
 	qp->sq_size = resp.u.create_qp.sq_size;
 	qp->rq_size = resp.u.create_qp.rq_size;
@@ -333,6 +334,14 @@ static int sq_write(struct mrc_qp *qp, const struct mr_send_wr *wr)
 	return 0;
 }
 
+/* New entries on one of qp's rings: the index store, then the doorbell (shm_abi.h). */
+static void publish(struct mrc_qp *qp, struct mrc_ring_hdr *r, uint32_t prod)
+{
+	mrc_ring_publish(r, prod);
+	if (qp->o.s->db != NULL)
+		mrc_db_ring(qp->o.s->db, qp->db_slot);
+}
+
 int mrc_post_send(struct mrc_qp *qp, const struct mr_send_wr *wr)
 {
 	int rc;
@@ -341,7 +350,7 @@ int mrc_post_send(struct mrc_qp *qp, const struct mr_send_wr *wr)
 		return -EINVAL;
 	rc = sq_write(qp, wr);
 	if (rc == 0)
-		mrc_ring_publish(qp->sq, qp->sq_prod);
+		publish(qp, qp->sq, qp->sq_prod);
 	return rc;
 }
 
@@ -357,7 +366,7 @@ int mrc_post_send_batch(struct mrc_qp *qp, const struct mr_send_wr *wrs, int n)
 			break;
 	}
 	if (i > 0)
-		mrc_ring_publish(qp->sq, qp->sq_prod); /* one index store for the whole batch */
+		publish(qp, qp->sq, qp->sq_prod); /* one index store for the whole batch */
 	return i > 0 ? i : rc;
 }
 
@@ -395,7 +404,7 @@ int mrc_post_recv(struct mrc_qp *qp, const struct mr_recv_wr *wr)
 		return -EINVAL;
 	rc = rq_write(qp, wr);
 	if (rc == 0)
-		mrc_ring_publish(qp->rq, qp->rq_prod);
+		publish(qp, qp->rq, qp->rq_prod);
 	return rc;
 }
 
@@ -411,6 +420,6 @@ int mrc_post_recv_batch(struct mrc_qp *qp, const struct mr_recv_wr *wrs, int n)
 			break;
 	}
 	if (i > 0)
-		mrc_ring_publish(qp->rq, qp->rq_prod);
+		publish(qp, qp->rq, qp->rq_prod);
 	return i > 0 ? i : rc;
 }

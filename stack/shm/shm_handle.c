@@ -69,6 +69,13 @@ void *mr_shm_htab_get(const struct mr_shm_htab *t, uint32_t handle, enum mr_shm_
 	return s != NULL ? s->obj : NULL;
 }
 
+void *mr_shm_htab_at(const struct mr_shm_htab *t, uint32_t index, enum mr_shm_obj_type type)
+{
+	if (index >= t->cap || t->slot[index].type != type)
+		return NULL;
+	return t->slot[index].obj;
+}
+
 void *mr_shm_htab_del(struct mr_shm_htab *t, uint32_t handle, enum mr_shm_obj_type type)
 {
 	struct mr_shm_hslot *s = slot_of(t, handle, type);

@@ -43,6 +43,9 @@ void mr_shm_htab_fini(struct mr_shm_htab *t);
 uint32_t mr_shm_htab_add(struct mr_shm_htab *t, enum mr_shm_obj_type type, void *obj);
 /* The object, or NULL if handle does not name a live object of that type. */
 void *mr_shm_htab_get(const struct mr_shm_htab *t, uint32_t handle, enum mr_shm_obj_type type);
+/* The live object of that type in slot index (a handle's low 16 bits minus 1, whatever its
+ * generation), or NULL: for indices that come from app memory (the doorbell). */
+void *mr_shm_htab_at(const struct mr_shm_htab *t, uint32_t index, enum mr_shm_obj_type type);
 /* Removes and returns the object, or NULL as mr_shm_htab_get. */
 void *mr_shm_htab_del(struct mr_shm_htab *t, uint32_t handle, enum mr_shm_obj_type type);
 

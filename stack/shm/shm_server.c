@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -154,6 +155,8 @@ static void session_close(struct mr_shm_server *srv, struct mr_shm_session *s)
 	close(s->sock);
 	mr_shm_session_reclaim(s);
 	mr_shm_htab_fini(&s->h);
+	if (s->db != NULL)
+		munmap(s->db, sizeof(*s->db));
 	free(s);
 	srv->nsessions--;
 	srv->st.sessions_closed++;

@@ -75,15 +75,29 @@ static bool wakeup_sock_ok(int fd)
 }
 
 static int do_hello(struct mr_shm_session *s, const struct mrc_ctl_req *req,
-		    struct mrc_ctl_resp *resp)
+		    struct mrc_ctl_resp *resp, int *out_fd)
 {
 	resp->u.hello.abi_version = MRC_ABI_VERSION;
 	if (req->u.hello.abi_version != MRC_ABI_VERSION)
 		return -EPROTO;
+	if (s->hello_done)
+		return -EALREADY; /* one HELLO per session (it may hand out the doorbell) */
 	s->pid = req->u.hello.pid;
 	s->hello_done = true;
 	resp->u.hello.session_id = s->id;
 	resp->u.hello.features = MRC_FEAT_MAP_OFFSET;
+	/* The doorbell region, zeroed by ftruncate. Without one (memfd refused) the session is
+	 * served by the scan, and the app, not told DOORBELL, does not ring. */
+	if (req->u.hello.features & MRC_FEAT_DOORBELL) {
+		void *map;
+		int fd = ring_memfd("metaroce-doorbell", sizeof(struct mrc_doorbell), &map);
+
+		if (fd >= 0) {
+			s->db = map;
+			*out_fd = fd;
+			resp->u.hello.features |= MRC_FEAT_DOORBELL;
+		}
+	}
 	return 0;
 }
 
@@ -679,7 +693,7 @@ void mr_shm_ctl_handle(struct mr_shm_session *s, const void *msg, size_t len, in
 	srv->st.ctl_requests++;
 	switch (req.hdr.op) {
 	case MRC_CTL_HELLO:
-		rc = do_hello(s, &req, resp);
+		rc = do_hello(s, &req, resp, out_fd);
 		break;
 	case MRC_CTL_QUERY_PORT:
 		rc = do_query_port(s, resp);

@@ -255,7 +255,9 @@ static void qp_break(struct mr_shm_session *s, struct mr_shm_qp *qp)
 		ops->modify_qp(s->srv->be, qp->be, &a, MRC_QP_STATE);
 }
 
-static int qp_drain_sq(struct mr_shm_session *s, struct mr_shm_qp *qp)
+/* *more is set when entries remain (budget, backend queue or CQ full): the doorbell path rings
+ * the QP again itself so that they are not left waiting for the app's next post. */
+static int qp_drain_sq(struct mr_shm_session *s, struct mr_shm_qp *qp, bool *more)
 {
 	const struct mr_shm_backend_ops *ops = s->srv->ops;
 	uint32_t ready = mrc_ring_ready(qp->sq, qp->sq_cons);
@@ -294,10 +296,11 @@ static int qp_drain_sq(struct mr_shm_session *s, struct mr_shm_qp *qp)
 	}
 	if (n > 0)
 		mrc_ring_consume(qp->sq, qp->sq_cons);
+	*more |= ready > 0;
 	return n;
 }
 
-static int qp_drain_rq(struct mr_shm_session *s, struct mr_shm_qp *qp)
+static int qp_drain_rq(struct mr_shm_session *s, struct mr_shm_qp *qp, bool *more)
 {
 	const struct mr_shm_backend_ops *ops = s->srv->ops;
 	uint32_t ready = mrc_ring_ready(qp->rq, qp->rq_cons);
@@ -344,6 +347,7 @@ static int qp_drain_rq(struct mr_shm_session *s, struct mr_shm_qp *qp)
 	}
 	if (n > 0)
 		mrc_ring_consume(qp->rq, qp->rq_cons);
+	*more |= ready > 0;
 	return n;
 }
 
@@ -397,6 +401,68 @@ static int srq_drain(struct mr_shm_session *s, struct mr_shm_srq *q)
 	return n;
 }
 
+/* Drains the rung QPs of n leaf words (index leaf[k], bits bits[k]): every receive queue first,
+ * then the send queues, so that a receive posted before a send is with the backend before the
+ * send executes (a loopback SEND finds its receive, as with the scan that came before). */
+static int drain_rung(struct mr_shm_session *s, const uint32_t *leaf, const uint64_t *bits,
+		      unsigned int n)
+{
+	int work = 0;
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned int k = 0; k < n; k++) {
+			for (uint64_t y = bits[k]; y != 0; y &= y - 1) {
+				uint32_t slot = leaf[k] * 64 + (uint32_t)__builtin_ctzll(y);
+				struct mr_shm_qp *qp = mr_shm_htab_at(&s->h, slot, MR_SHM_OBJ_QP);
+				bool more = false;
+
+				if (qp == NULL || qp->broken)
+					continue;
+				work += pass == 0 ? qp_drain_rq(s, qp, &more) :
+						    qp_drain_sq(s, qp, &more);
+				if (more)
+					mrc_db_ring(s->db, slot);
+			}
+		}
+	}
+	return work;
+}
+
+/* Serves the QPs the app rang (shm_abi.h, struct mrc_doorbell): the summary words, then only
+ * the leaf words and QPs they name. Every index is bounded by the region's fixed layout and
+ * resolved through the session's own handle table. */
+static int poll_doorbell(struct mr_shm_session *s)
+{
+	enum { CHUNK = 64 };
+	struct mrc_doorbell *db = s->db;
+	uint32_t leaf[CHUNK];
+	uint64_t bits[CHUNK];
+	unsigned int n = 0;
+	int work = 0;
+
+	for (uint32_t w = 0; w < MRC_DB_SLOTS / 4096; w++) {
+		uint64_t x;
+
+		if (atomic_load_explicit(&db->sum[w], memory_order_relaxed) == 0)
+			continue;
+		x = atomic_exchange_explicit(&db->sum[w], 0, memory_order_acquire);
+		for (; x != 0; x &= x - 1) {
+			uint32_t l = w * 64 + (uint32_t)__builtin_ctzll(x);
+			uint64_t y = atomic_exchange_explicit(&db->leaf[l], 0, memory_order_acquire);
+
+			if (y == 0)
+				continue;
+			leaf[n] = l;
+			bits[n++] = y;
+			if (n == CHUNK) {
+				work += drain_rung(s, leaf, bits, n);
+				n = 0;
+			}
+		}
+	}
+	return work + drain_rung(s, leaf, bits, n);
+}
+
 int mr_shm_session_poll_data(struct mr_shm_session *s)
 {
 	struct mr_shm_srq *q;
@@ -404,11 +470,17 @@ int mr_shm_session_poll_data(struct mr_shm_session *s)
 	struct mr_shm_cq *cq;
 	int work = 0;
 
-	for (qp = s->qps; qp != NULL; qp = qp->next) {
-		if (qp->broken)
-			continue;
-		work += qp_drain_rq(s, qp);
-		work += qp_drain_sq(s, qp);
+	if (s->db != NULL) {
+		work += poll_doorbell(s);
+	} else {
+		for (qp = s->qps; qp != NULL; qp = qp->next) {
+			bool more = false;
+
+			if (qp->broken)
+				continue;
+			work += qp_drain_rq(s, qp, &more);
+			work += qp_drain_sq(s, qp, &more);
+		}
 	}
 	for (q = s->srqs; q != NULL; q = q->next)
 		if (!q->broken)

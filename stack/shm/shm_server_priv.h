@@ -99,6 +99,7 @@ struct mr_shm_session {
 	struct mr_shm_srq *srqs;
 	struct mr_shm_mr *mrs;
 	struct mr_shm_mr *last_mr;    /* lkey lookup cache (NULL when that MR goes) */
+	struct mrc_doorbell *db;      /* MRC_FEAT_DOORBELL: QPs served when rung; NULL: scanned */
 	struct mr_shm_session *next;
 	struct mr_shm_server *srv;
 };

@@ -103,6 +103,7 @@ static void post_rdma(struct hside *a, struct hside *b, uint32_t opcode, uint32_
 		a->qp->sq_prod++;
 	}
 	mrc_ring_publish(a->qp->sq, a->qp->sq_prod);
+	hring(a->qp);
 }
 
 /* Waits for n completions; returns a bit mask of the WRs that succeeded. */

@@ -76,6 +76,7 @@ static void sq_bad_index(uint32_t (*bad)(uint32_t prod, uint32_t size), const ch
 	sqe_write(hsqe_next(a.qp), &a, &b, 0xdead0001, 0, 4096);
 	atomic_store_explicit(&a.qp->sq->prod, bad(a.qp->sq_prod + 1, a.qp->sq_size),
 			      memory_order_release);
+	hring(a.qp);
 	n = hpoll_quiet(a.cq, wc, 8, 500);
 	HCHECK(n == 0, "%s: %d completion(s) from a ring with an impossible index (first wr_id "
 	       "0x%" PRIx64 ")", what, n, n > 0 ? wc[0].wr_id : 0);
@@ -119,6 +120,7 @@ void case_ring_rq_jump(void)
 	r->sge[0].lkey = mrc_mr_lkey(b.mr);
 	atomic_store_explicit(&b.qp->rq->prod, b.qp->rq_prod + 1 + b.qp->rq_size + 77,
 			      memory_order_release);
+	hring(b.qp);
 	n = hpoll_quiet(b.cq, wc, 8, 500);
 	HCHECK(n == 0, "rq jump: %d completion(s) from a corrupt RQ", n);
 	/* The app is told: its QP enters ERR (shm_server_data.c qp_break; the errors_reported
@@ -177,6 +179,7 @@ void case_ring_garbage(void)
 		a.qp->sq_prod++;
 	}
 	mrc_ring_publish(a.qp->sq, a.qp->sq_prod);
+	hring(a.qp);
 	for (i = 0; i < DEPTH; i++) {
 		struct mrc_rqe *r = mrc_ring_entry(a.qp->rq, a.qp->rq_prod, a.qp->rq_size - 1,
 						   sizeof(*r));
@@ -190,6 +193,7 @@ void case_ring_garbage(void)
 		a.qp->rq_prod++;
 	}
 	mrc_ring_publish(a.qp->rq, a.qp->rq_prod);
+	hring(a.qp);
 	n = hpoll(a.cq, wc, 2 * DEPTH, g_opt->timeout_s * 1000);
 	HCHECK(n == 2 * DEPTH, "garbage rings: %d of %d error completions", n, 2 * DEPTH);
 	{
@@ -273,6 +277,7 @@ void case_ring_error_report(void)
 	pair_open(&a, &b, 16);
 	atomic_store_explicit(&a.qp->sq->prod, a.qp->sq_prod + a.qp->sq_size + 9,
 			      memory_order_release);
+	hring(a.qp);
 	end = hnow_ms() + 2000;
 	while (!told && hnow_ms() < end) {
 		int n = mrc_poll_cq(a.cq, 4, wc);

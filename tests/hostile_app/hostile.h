@@ -69,6 +69,9 @@ int hpoll_quiet(struct mrc_cq *cq, struct mr_wc *wc, int max, unsigned int quiet
 /* The next SQ/RQ slot at the private producer index (not yet published). */
 struct mrc_sqe *hsqe_next(struct mrc_qp *qp);
 struct mrc_rqe *hrqe_next(struct mrc_qp *qp);
+/* Rings qp's doorbell (shm_abi.h) after a ring index was written by hand: what the library
+ * does after every post, and what a hostile app that wants the daemon to look would do. */
+void hring(struct mrc_qp *qp);
 void hsq_publish(struct mrc_qp *qp, uint32_t n);
 void hrq_publish(struct mrc_qp *qp, uint32_t n);
 

@@ -210,16 +210,24 @@ struct mrc_rqe *hrqe_next(struct mrc_qp *qp)
 	return e;
 }
 
+void hring(struct mrc_qp *qp)
+{
+	if (qp->o.s->db != NULL)
+		mrc_db_ring(qp->o.s->db, qp->db_slot);
+}
+
 void hsq_publish(struct mrc_qp *qp, uint32_t n)
 {
 	qp->sq_prod += n;
 	mrc_ring_publish(qp->sq, qp->sq_prod);
+	hring(qp);
 }
 
 void hrq_publish(struct mrc_qp *qp, uint32_t n)
 {
 	qp->rq_prod += n;
 	mrc_ring_publish(qp->rq, qp->rq_prod);
+	hring(qp);
 }
 
 int hctl_obj(struct mrc_session *s, uint16_t op, uint32_t handle)

@@ -150,6 +150,13 @@ static bool cond_all_reclaimed(struct harness *h, void *arg)
 	       h->fb.live_pd == 0 && mr_shm_server_nsessions(h->srv) == 0;
 }
 
+/* After writing a ring index by hand, as the library does after every post (shm_abi.h). */
+static void ring_db(struct mrc_qp *qp)
+{
+	if (qp->o.s->db != NULL)
+		mrc_db_ring(qp->o.s->db, qp->db_slot);
+}
+
 /* Polls the CQ until n completions arrived (or ~5 s). */
 static int poll_n(struct mrc_cq *cq, struct mr_wc *wc, int n)
 {
@@ -972,6 +979,7 @@ static void test_server_rejects(void **state)
 	sqe->opcode = MR_WR_SEND;
 	sqe->num_sge = 200;
 	mrc_ring_publish(e.qp->sq, ++e.qp->sq_prod);
+	ring_db(e.qp);
 	assert_int_equal(poll_n(e.cq, wc, 1), 1);
 	assert_int_equal(wc[0].wr_id, 4);
 	assert_int_equal(wc[0].status, MR_WC_LOC_QP_OP_ERR);
@@ -980,6 +988,7 @@ static void test_server_rejects(void **state)
 	fake_unlock(&h->fb);
 	/* An impossible producer index: the QP is no longer served, nothing crashes. */
 	atomic_store(&e.qp->sq->prod, e.qp->sq_prod + 1000);
+	ring_db(e.qp);
 	usleep(20000);
 	mr_shm_server_get_stats(h->srv, &st);
 	assert_int_equal(st.ring_corrupt, 1);
@@ -1530,6 +1539,85 @@ static void test_stress_sessions(void **state)
 	assert_true(harness_wait(h, cond_all_reclaimed, NULL, 5000));
 }
 
+/* A SEND of 64 bytes from e's buffer written into e's SQ by hand and published, not rung. */
+static void sqe_by_hand(struct env *e, uint64_t wr_id)
+{
+	struct mrc_sqe *sqe = mrc_ring_entry(e->qp->sq, e->qp->sq_prod, e->qp->sq_size - 1,
+					     sizeof(*sqe));
+
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->wr_id = wr_id;
+	sqe->opcode = MR_WR_SEND;
+	sqe->num_sge = 1;
+	sqe->u.sge[0] = (struct mr_sge){ (uint64_t)(uintptr_t)e->buf, 64, mrc_mr_lkey(e->mr) };
+	mrc_ring_publish(e->qp->sq, ++e->qp->sq_prod);
+}
+
+static unsigned int sends_now(struct harness *h)
+{
+	unsigned int n;
+
+	fake_lock(&h->fb);
+	n = h->fb.n_sends;
+	fake_unlock(&h->fb);
+	return n;
+}
+
+/* The doorbell (shm_abi.h): the daemon serves a doorbell session's QPs only when rung, so an
+ * entry published without a ring waits for it; bits that name no QP (here: every bit of the
+ * region, as a hostile app could set them) are ignored; a session opened with
+ * METAROCE_NO_DOORBELL=1 has no doorbell and its rings are scanned. */
+static void test_doorbell(void **state)
+{
+	struct harness *h = *state;
+	struct env e, f;
+	unsigned int want;
+
+	env_open(h, &e, 8, true);
+	assert_true(mrc_features(e.s) & MRC_FEAT_DOORBELL);
+	assert_non_null(e.s->db);
+	sqe_by_hand(&e, 1);
+	usleep(50000);
+	assert_int_equal(sends_now(h), 0);
+	ring_db(e.qp);
+	want = 1;
+	assert_true(harness_wait(h, cond_sends, &want, 5000));
+	/* Every bit set: one more real entry is served once, nothing else happens. */
+	sqe_by_hand(&e, 2);
+	for (uint32_t i = 0; i < MRC_DB_SLOTS / 4096; i++)
+		atomic_store(&e.s->db->sum[i], ~0ull);
+	for (uint32_t i = 0; i < MRC_DB_SLOTS / 64; i++)
+		atomic_store(&e.s->db->leaf[i], ~0ull);
+	want = 2;
+	assert_true(harness_wait(h, cond_sends, &want, 5000));
+	usleep(50000);
+	assert_int_equal(sends_now(h), 2);
+	/* The library rings on every post. */
+	{
+		struct mr_send_wr w;
+
+		memset(&w, 0, sizeof(w));
+		w.wr_id = 3;
+		w.opcode = MR_WR_SEND;
+		w.num_sge = 1;
+		w.sg_list[0] = (struct mr_sge){ (uint64_t)(uintptr_t)e.buf, 64, mrc_mr_lkey(e.mr) };
+		assert_int_equal(mrc_post_send(e.qp, &w), 0);
+		want = 3;
+		assert_true(harness_wait(h, cond_sends, &want, 5000));
+	}
+	/* Without a doorbell: scanned, served without a ring. */
+	setenv("METAROCE_NO_DOORBELL", "1", 1);
+	env_open(h, &f, 8, true);
+	unsetenv("METAROCE_NO_DOORBELL");
+	assert_false(mrc_features(f.s) & MRC_FEAT_DOORBELL);
+	assert_null(f.s->db);
+	sqe_by_hand(&f, 4);
+	want = 4;
+	assert_true(harness_wait(h, cond_sends, &want, 5000));
+	env_close(&f);
+	env_close(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1546,6 +1634,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_read_beyond_psn_space, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_calls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_server_rejects, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_doorbell, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_isolation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crash_reclaim, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_reclaims, setup, teardown),
