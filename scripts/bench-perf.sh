@@ -16,10 +16,13 @@
 # the ratios are formed from figures of this run only. The machine may be shared: figures are
 # medians of several samples where the tool allows, and reported, never asserted.
 #
-# Usage: scripts/bench-perf.sh [--json FILE] [--quick] [--build DIR] [--keep]
+# Usage: scripts/bench-perf.sh [--json FILE] [--quick] [--build DIR] [--keep] [--only LIST]
 #   --quick   shorter runs, fewer sizes (CI; a few minutes)
 #   --build   build directory (default: build; built with ninja if a binary is missing)
-#   --keep    keep the work directory (logs) for inspection
+#   --keep    keep the work directory (logs, each metaroce run's daemon counters) for inspection
+#   --only    comma-separated sections to run: icrc, memif, tcp, mr (default all; ratios whose
+#             figures were not measured are null); BENCH_MR_RUNS=REGEX in the environment runs
+#             only the metaroce runs whose key matches (e.g. '^write_bw')
 # Needs root (namespaces), Debian packages dpdk-dev (dpdk-testpmd), iperf3, sockperf (installed
 # if missing, as scripts/lib/deps.sh does).
 set -u
@@ -27,14 +30,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 . "$here/lib/netns.sh"
 
-json_out= quick=0 bdir="$root/build" keep=0
+json_out= quick=0 bdir="$root/build" keep=0 only=icrc,memif,tcp,mr
 while [ $# -gt 0 ]; do
 	case $1 in
 	--json) json_out=$2; shift 2 ;;
 	--quick) quick=1; shift ;;
 	--build) bdir=$(cd "$2" && pwd); shift 2 ;;
 	--keep) keep=1; shift ;;
-	-h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+	--only) only=$2; shift 2 ;;
+	-h|--help) sed -n '2,24p' "$0"; exit 0 ;;
 	*) echo "bench-perf: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -81,7 +85,8 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
 			--no-install-recommends "${need_pkgs[@]}" >/dev/null 2>&1; } ||
 		echo "bench-perf: could not install ${need_pkgs[*]}" >&2
 fi
-targets=(tests/wire/bench_icrc tests/dpdk/memif_pingpong apps/metaroced/metaroced apps/mrperf/mrperf)
+targets=(tests/wire/bench_icrc tests/dpdk/memif_pingpong apps/metaroced/metaroced apps/mrperf/mrperf
+	apps/mrstat/mrstat)
 for t in "${targets[@]}"; do
 	[ -x "$bdir/$t" ] && continue
 	[ -d "$bdir" ] || meson setup "$bdir" "$root" >/dev/null
@@ -308,9 +313,13 @@ mr_stop() {
 # mr_run KEY TEST ARGS...: mrperf server on b, client on a; records the client's JSON and the
 # engine threads' CPU share (both daemons) over the run.
 mr_run() {
-	local key=$1 t=$2 srv rc t0 t1
+	local key=$1 t=$2 srv rc t0 t1 n
 	shift 2
+	[ -n "${BENCH_MR_RUNS:-}" ] && ! [[ $key =~ $BENCH_MR_RUNS ]] && return 0
 	MR_PORT=$((MR_PORT + 1))
+	for n in a b; do
+		"$bdir/apps/mrstat/mrstat" port --reset --sock "$work/$n.sock" > /dev/null 2>&1
+	done
 	timeout 120 "$bdir/apps/mrperf/mrperf" "$t" "$@" -p $MR_PORT --report_gbits \
 		--sock "$work/b.sock" > "$work/$key-server.log" 2>&1 &
 	srv=$!
@@ -323,6 +332,15 @@ mr_run() {
 	t1=$(date +%s.%N)
 	cpu_snap $da $db > "$work/s2"
 	wait $srv 2>/dev/null
+	# What the run lost and recovered, per daemon (a drop anywhere costs plain RC a timeout or
+	# a go-back-N resend: the first thing to read when a figure is low).
+	for n in a b; do
+		"$bdir/apps/mrstat/mrstat" port -z --sock "$work/$n.sock" > "$work/$key-stats-$n.txt" 2>&1
+		awk -v n=$n '{ k = $1; sub(/:$/, "", k) }
+			k ~ /^(retransmitted_pkts|local_ack_timeout_err|out_of_sequence|packet_seq_err|tx_drop_buffer|tx_drop_nombuf|tx_drop_mbuf_alloc|rx_missed_errors|drop_ring_full|engine_max_gap_ns)$/ {
+			s = s " " k "=" $2 } END { if (s != "") print "    daemon " n ":" s }' \
+			"$work/$key-stats-$n.txt"
+	done
 	if [ $rc != 0 ] || [ ! -s "$work/$key.json" ]; then
 		note "mr_$key" "mrperf $t $* failed (exit $rc): $(tail -1 "$work/$key-client.log")"
 		return 1
@@ -377,10 +395,9 @@ mr_section() {
 	mr_stop
 }
 
-icrc_section
-memif_section
-tcp_section
-mr_section
+for sec in icrc memif tcp mr; do
+	case ",$only," in *",$sec,"*) "${sec}_section" ;; esac
+done
 put machine_load1_end "$(cut -d' ' -f1 /proc/loadavg)"
 
 # ---- ratios, table, JSON ----

@@ -75,6 +75,8 @@ const char *mr_perf_usage(void)
 	       "      --metaroce        offer MetaRoCE (used only if the peer offers it too)\n"
 	       "      --entropies=N     MetaRoCE UDP source ports to spray over, 1..256 (default 16)\n"
 	       "      --cc=ALGO         MetaRoCE congestion control: none|dcqcn|metaroce (default none)\n"
+	       "      --yield           busy polling yields the CPU after a few empty polls (for hosts\n"
+	       "                        with fewer CPUs than pollers: apps and metaroced engines)\n"
 	       "      --test=TEST       the test, instead of the first argument\n"
 	       " perftest's flags (docs/mrperf.md: every stock flag and how mrperf handles it):\n"
 	       "  -b, --bidirectional   bw tests: both sides send; rows sum both directions\n"
@@ -136,7 +138,7 @@ static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *v)
 
 enum opt_id {
 	O_SIZE, O_ALL, O_ITERS, O_DUR, O_QP, O_MTU, O_PORT, O_TX, O_RX, O_CQMOD, O_FREQ, O_GID,
-	O_DEV, O_GBITS, O_VERIFY, O_SEED, O_JSON, O_SOCK, O_HELP, O_METAROCE, O_ENTROPIES, O_CC,
+	O_DEV, O_GBITS, O_VERIFY, O_SEED, O_JSON, O_SOCK, O_HELP, O_METAROCE, O_YIELD, O_ENTROPIES, O_CC,
 	O_QPTO, O_IBPORT, O_TEST, O_VERSION,
 	/* perftest's other flags */
 	O_BIDIR, O_REPORT_BOTH, O_EVENTS, O_VECTOR, O_INLINE, O_POST_LIST, O_OUTS, O_SRQ, O_CONN,
@@ -169,6 +171,7 @@ static const struct opt {
 	{ 0, "json", true, O_JSON, NULL },          { 0, "sock", true, O_SOCK, NULL },
 	{ 'h', "help", false, O_HELP, NULL },
 	{ 0, "metaroce", false, O_METAROCE, NULL }, { 0, "entropies", true, O_ENTROPIES, NULL },
+	{ 0, "yield", false, O_YIELD, NULL },
 	{ 0, "cc", true, O_CC, NULL },
 	{ 'u', "qp-timeout", true, O_QPTO, NULL },
 	{ 'i', "ib-port", true, O_IBPORT, NULL },
@@ -459,6 +462,9 @@ static int apply(const struct opt *o, const char *flag, const char *val, struct 
 		break;
 	case O_METAROCE:
 		a->metaroce = true;
+		break;
+	case O_YIELD:
+		a->yield = true;
 		break;
 	case O_ENTROPIES:
 		NUM(1, MR_MRC_MAX_ENTROPIES);

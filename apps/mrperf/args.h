@@ -50,6 +50,7 @@ struct mr_perf_args {
 	bool bidir;           /* -b: both sides send; rows are the sum of both directions */
 	bool report_both;     /* --report-both: with -b, also each direction's row */
 	bool events;          /* -e: sleep on the CQ's event fd instead of busy polling */
+	bool yield;           /* --yield: sched_yield() after a few empty polls */
 	unsigned inline_size; /* -I: messages up to this size are posted inline (0 = none) */
 	unsigned post_list;   /* -l: WRs per post call (1) */
 	unsigned out_reads;   /* -o: outstanding READs/atomics (0 = MR_PERF_MAX_OUT_READS) */

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,17 @@
 
 #define PROGRESS_TIMEOUT_NS (10ull * 1000000000ull) /* no completion for 10 s: give up */
 #define POLL_BATCH 16
+/* --yield: empty polls in a row before each further one yields the CPU. */
+#define POLL_YIELD_SPINS 16
+
+/* One empty busy poll; *spins counts them since the last progress. With --yield, a poller past
+ * POLL_YIELD_SPINS gives its CPU to whatever else is runnable there (the metaroced engine it
+ * waits for, on a host with fewer CPUs than pollers) instead of spinning out its time slice. */
+static void poll_idle(const struct mr_perf_ctx *c, unsigned int *spins)
+{
+	if (c->a->yield && ++*spins >= POLL_YIELD_SPINS)
+		sched_yield();
+}
 #define READ_ATOMIC_DEPTH MR_PERF_MAX_OUT_READS /* responder resources we offer (IBA 9.5) */
 #define EVENT_WAIT_MS 50 /* -e: longest sleep on an event fd (progress and -D checks) */
 
@@ -462,6 +474,7 @@ static int warm_up(struct mr_perf_ctx *c, uint64_t size)
 
 int mr_perf_bw_client(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw_report *out)
 {
+	unsigned int spins = 0; /* empty polls in a row (--yield) */
 	const struct mr_perf_args *a = c->a;
 	bool dur = a->duration > 0;
 	bool rx = a->bidir && is_send(c); /* -b send: we are a receiver too */
@@ -609,6 +622,10 @@ int mr_perf_bw_client(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw_repo
 			rc = -EIO;
 			goto out;
 		}
+		if (busy)
+			spins = 0;
+		else if (!a->events)
+			poll_idle(c, &spins);
 	}
 	if (dur) {
 		double secs = (double)(now_ns() - t0) / 1e9;
@@ -781,6 +798,7 @@ out:
 static int wait_one(struct mr_perf_ctx *c, struct mrc_cq *cq, struct mr_wc *wc)
 {
 	uint64_t start = now_ns();
+	unsigned int spins = 0;
 
 	for (;;) {
 		int rc = mrc_poll_cq(cq, 1, wc);
@@ -793,6 +811,7 @@ static int wait_one(struct mr_perf_ctx *c, struct mrc_cq *cq, struct mr_wc *wc)
 			return fail(c, -ETIMEDOUT, "no completion for 10 s");
 		if (c->a->events && ev_wait(c, cq, NULL) < 0)
 			return -EIO;
+		poll_idle(c, &spins);
 	}
 }
 
@@ -800,6 +819,7 @@ static int wait_one(struct mr_perf_ctx *c, struct mrc_cq *cq, struct mr_wc *wc)
 static int wait_recv_or_done(struct mr_perf_ctx *c, struct mr_wc *wc)
 {
 	uint64_t start = now_ns();
+	unsigned int spins = 0;
 
 	for (;;) {
 		int rc = mrc_poll_cq(c->rcq, 1, wc);
@@ -816,6 +836,7 @@ static int wait_recv_or_done(struct mr_perf_ctx *c, struct mr_wc *wc)
 			return fail(c, -ETIMEDOUT, "no completion for 10 s");
 		if (c->a->events && ev_wait(c, c->rcq, NULL) < 0)
 			return -EIO;
+		poll_idle(c, &spins);
 	}
 }
 
@@ -845,12 +866,14 @@ static int lat_write(struct mr_perf_ctx *c, uint64_t size, uint64_t **tp, uint64
 			break;
 		if (rcnt < iters && !(scnt < 1 && !c->client)) {
 			uint64_t start = now_ns();
+			unsigned int spins = 0;
 			bool done = false;
 
 			rcnt++;
 			while (*poll_byte != (uint8_t)rcnt) {
 				uint64_t now = now_ns();
 
+				poll_idle(c, &spins);
 				if (peer_done(c, now)) {
 					done = true;
 					break;
