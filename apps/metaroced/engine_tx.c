@@ -18,7 +18,7 @@
 #include "dpdk/neigh.h"
 #include "impair/impair.h"
 #include "log.h"
-#include "pcap_file.h"
+#include "wire/pcap_file.h"
 #include "transport/rc.h"
 
 /* How long a successful lookup is reused without asking the neighbour table again; the table

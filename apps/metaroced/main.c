@@ -37,7 +37,7 @@
 #include "dpdk/neigh.h"
 #include "dpdk/tclass.h"
 #include "log.h"
-#include "pcap_file.h"
+#include "wire/pcap_file.h"
 #include "shm/shm_server.h"
 #include "stats_server.h"
 #include "stats_telemetry.h"

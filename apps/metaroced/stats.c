@@ -17,7 +17,7 @@
 #include "dpdk/dpdk_port.h"
 #include "dpdk/neigh.h"
 #include "impair/impair.h"
-#include "pcap_file.h"
+#include "wire/pcap_file.h"
 #include "shm/shm_server.h"
 #include "transport/rc.h"
 

@@ -18,7 +18,7 @@
 #include "dpdk/neigh.h"
 #include "impair/impair.h"
 #include "json_out.h"
-#include "pcap_file.h"
+#include "wire/pcap_file.h"
 #include "shm/shm_server.h"
 #include "transport/rc.h"
 

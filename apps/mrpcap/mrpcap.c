@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pcap_file.h"
+#include "wire/pcap_file.h"
 #include "wire/icrc.h"
 #include "wire/roce_opcode.h"
 #include "wire/roce_pkt.h"

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "pcap_file.h"
+#include "wire/pcap_file.h"
 #include "wire/crc32_impl.h"
 #include "wire/icrc.h"
 #include "wire/roce_pkt.h"

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "pcap_file.h"
+#include "wire/pcap_file.h"
 #include "wire/roce_hdr.h"
 #include "wire/roce_opcode.h"
 #include "wire/roce_pkt.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT
- * apps/mrpcap/pcap_file: writer/reader round trip, size cap, snaplen, foreign byte order and
+ * stack/wire/pcap_file: writer/reader round trip, size cap, snaplen, foreign byte order and
  * microsecond files, pcapng refusal, truncated records.
  */
 #include <errno.h>
@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "pcap_file.h"
+#include "wire/pcap_file.h"
 
 static char tmpl[64];
 

@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "pcap_file.h"
+#include "wire/pcap_file.h"
 #include "wire/icrc.h"
 #include "wire/roce_hdr.h"
 #include "wire/roce_opcode.h"
