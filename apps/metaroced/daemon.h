@@ -149,7 +149,6 @@ struct mr_daemon {
 	struct mr_backend *be;
 	struct mr_shm_server *srv;
 	struct mr_neigh *neigh;
-	uint64_t neigh_check_ns; /* next look at the neighbour timers (engine_tx.c) */
 	struct mr_pcap_writer *pcap;
 
 	volatile sig_atomic_t *stop;

@@ -131,6 +131,8 @@ struct mr_neigh *mr_neigh_create(const struct mr_neigh_conf *conf)
 		errno = ENOMEM;
 		return NULL;
 	}
+	n->due = UINT64_MAX; /* no timed entry yet */
+	n->due_exact = true;
 	return n;
 }
 
@@ -151,7 +153,7 @@ static void entry_age(struct mr_neigh *n, struct mr_neigh_entry *e, uint64_t now
 			/* RFC 4861 7.3.3: an expired entry keeps its MAC while it is re-validated. */
 			e->state = MR_NEIGH_PROBE;
 			e->probes = 0;
-			e->expires = now;
+			mr_neigh_set_expires(n, e, now);
 		}
 		break;
 	case MR_NEIGH_INCOMPLETE:
@@ -159,13 +161,15 @@ static void entry_age(struct mr_neigh *n, struct mr_neigh_entry *e, uint64_t now
 		/* The last probe had its full retrans_ns to be answered (RFC 4861 7.3.3). */
 		if (e->probes >= n->conf.max_probes && now >= e->expires) {
 			e->state = MR_NEIGH_FAILED;
-			e->expires = now + n->conf.failed_hold_ns;
+			mr_neigh_set_expires(n, e, now + n->conf.failed_hold_ns);
 			n->stats.unreachable++;
 		}
 		break;
 	case MR_NEIGH_FAILED:
-		if (now >= e->expires)
+		if (now >= e->expires) {
+			mr_neigh_untimed(n, e);
 			memset(e, 0, sizeof(*e));
+		}
 		break;
 	default:
 		break;
@@ -205,12 +209,15 @@ struct mr_neigh_entry *mr_neigh_get(struct mr_neigh *neigh, const uint8_t addr[1
 	}
 	if (victim == NULL)
 		return NULL;
-	if (victim->state != MR_NEIGH_FREE)
+	if (victim->state != MR_NEIGH_FREE) {
 		neigh->stats.evictions++;
+		mr_neigh_untimed(neigh, victim);
+	}
 	memset(victim, 0, sizeof(*victim));
 	memcpy(victim->addr, addr, 16);
 	victim->state = MR_NEIGH_INCOMPLETE;
-	victim->expires = now; /* the first request is due at once */
+	victim->expires = UINT64_MAX;
+	mr_neigh_set_expires(neigh, victim, now); /* the first request is due at once */
 	victim->last_used = now;
 	return victim;
 }
@@ -226,7 +233,7 @@ void mr_neigh_confirm(struct mr_neigh *neigh, struct mr_neigh_entry *e, const ui
 	memcpy(e->mac, mac, 6);
 	e->state = MR_NEIGH_REACHABLE;
 	e->probes = 0;
-	e->expires = now + neigh->conf.reachable_ns;
+	mr_neigh_set_expires(neigh, e, now + neigh->conf.reachable_ns);
 }
 
 static int check_gid(const struct mr_neigh *neigh, const uint8_t gid[16])
@@ -289,7 +296,7 @@ static int entry_solicit(struct mr_neigh *neigh, struct mr_neigh_entry *e, uint6
 	if (len < 0)
 		return len;
 	e->probes++;
-	e->expires = now + neigh->conf.retrans_ns;
+	mr_neigh_set_expires(neigh, e, now + neigh->conf.retrans_ns);
 	neigh->stats.solicits_tx++;
 	return len;
 }
@@ -329,12 +336,14 @@ int mr_neigh_poll(struct mr_neigh *neigh, uint64_t now, uint8_t *buf, uint32_t c
 	return 0;
 }
 
-uint64_t mr_neigh_next_timeout(const struct mr_neigh *neigh)
+uint64_t mr_neigh_next_timeout(struct mr_neigh *neigh)
 {
 	uint64_t t = UINT64_MAX;
 
 	if (neigh == NULL)
 		return t;
+	if (neigh->due_exact)
+		return neigh->due; /* O(1): the engine asks every loop */
 	for (uint32_t i = 0; i < neigh->conf.capacity; i++) {
 		const struct mr_neigh_entry *e = &neigh->tab[i];
 
@@ -343,6 +352,8 @@ uint64_t mr_neigh_next_timeout(const struct mr_neigh *neigh)
 		if (e->state != MR_NEIGH_FREE && e->state != MR_NEIGH_PERMANENT && e->expires < t)
 			t = e->expires;
 	}
+	neigh->due = t;
+	neigh->due_exact = true;
 	return t;
 }
 
@@ -357,6 +368,7 @@ int mr_neigh_add_static(struct mr_neigh *neigh, const uint8_t gid[16], const uin
 	if (e == NULL)
 		return -ENOSPC;
 	memcpy(e->mac, mac, 6);
+	mr_neigh_untimed(neigh, e);
 	e->state = MR_NEIGH_PERMANENT;
 	e->probes = 0;
 	return 0;

@@ -128,8 +128,9 @@ int mr_neigh_solicit(struct mr_neigh *neigh, const uint8_t gid[16], uint64_t now
  * -ENOSPC. Call repeatedly until it returns 0. */
 int mr_neigh_poll(struct mr_neigh *neigh, uint64_t now, uint8_t *buf, uint32_t cap);
 
-/* Earliest time at which mr_neigh_poll() may have work, or UINT64_MAX. */
-uint64_t mr_neigh_next_timeout(const struct mr_neigh *neigh);
+/* Earliest time at which mr_neigh_poll() may have work, or UINT64_MAX. O(1) (a cached value,
+ * rescanned only after an entry's earliest timer moved later or left). */
+uint64_t mr_neigh_next_timeout(struct mr_neigh *neigh);
 
 /* Gratuitous ARP (an RFC 5227 section 3 "ARP Announcement") for our IPv4 address, to be sent on
  * start; or an unsolicited NA to all-nodes (RFC 4861 7.2.6) for our IPv6 address. Return the frame

@@ -265,7 +265,7 @@ static void na_input(struct mr_neigh *neigh, const struct nd_msg *m, uint64_t no
 		memcpy(e->mac, ll, 6);
 		e->state = MR_NEIGH_PROBE;
 		e->probes = 0;
-		e->expires = now;
+		mr_neigh_set_expires(neigh, e, now);
 	}
 }
 

@@ -39,7 +39,29 @@ struct mr_neigh {
 	struct mr_neigh_stats stats;
 	uint8_t gid4[16];   /* our IPv4 address, IPv4-mapped */
 	struct mr_neigh_entry *tab;
+	/* mr_neigh_next_timeout()'s answer: the earliest 'expires' of an entry in a timed state
+	 * (not FREE or PERMANENT), kept by mr_neigh_set_expires()/mr_neigh_untimed(); when
+	 * due_exact is false the next call rescans the table. The engine asks every loop. */
+	uint64_t due;
+	bool due_exact;
 };
+
+/* Every write of a timed entry's 'expires' goes through here. */
+static inline void mr_neigh_set_expires(struct mr_neigh *n, struct mr_neigh_entry *e, uint64_t t)
+{
+	if (t <= n->due)
+		n->due = t;             /* the new earliest (still exact if it was) */
+	else if (e->expires == n->due)
+		n->due_exact = false;   /* the earliest may have been this entry's old time */
+	e->expires = t;
+}
+
+/* Before e leaves the timed states (freed, evicted, made PERMANENT). */
+static inline void mr_neigh_untimed(struct mr_neigh *n, const struct mr_neigh_entry *e)
+{
+	if (e->expires == n->due)
+		n->due_exact = false;
+}
 
 static inline uint16_t mr_neigh_be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
 static inline void mr_neigh_put16(uint8_t *p, uint16_t v)

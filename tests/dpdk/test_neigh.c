@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "dpdk/neigh.h"
+#include "dpdk/neigh_priv.h"
 
 #define NS_PER_S 1000000000ull
 
@@ -820,6 +821,63 @@ static void test_random_frames(void **state)
 	mr_neigh_destroy(n);
 }
 
+/* The earliest timer by a scan of the table (what mr_neigh_next_timeout() did every call). */
+static uint64_t next_timeout_scan(const struct mr_neigh *n)
+{
+	uint64_t t = UINT64_MAX;
+
+	for (uint32_t i = 0; i < n->conf.capacity; i++)
+		if (n->tab[i].state != MR_NEIGH_FREE && n->tab[i].state != MR_NEIGH_PERMANENT &&
+		    n->tab[i].expires < t)
+			t = n->tab[i].expires;
+	return t;
+}
+
+/* mr_neigh_next_timeout() answers from a cache kept at every timer write (neigh_priv.h): after
+ * any mix of lookups (new entries, evictions of a full table), confirmations, statics, probes,
+ * failures and expiries it equals the scan of the whole table. */
+static void test_next_timeout_cache(void **state)
+{
+	struct mr_neigh *n = make(false, 0);
+	uint8_t buf[128], mac[6] = { 2, 0, 0, 0, 0, 9 }, gid[16];
+	uint64_t now = 1000 * NS_PER_S;
+	uint32_t x = 12345;
+
+	(void)state;
+	assert_int_equal(mr_neigh_next_timeout(n), UINT64_MAX);
+	for (int step = 0; step < 20000; step++) {
+		uint8_t ip[4] = { 198, 18, 0, 0 };
+
+		x = x * 1103515245u + 12345u;
+		ip[3] = (uint8_t)(2 + (x >> 16) % 12); /* 12 peers, 8 entries: evictions */
+		gid4(ip, gid);
+		now += ((x >> 8) % 4 == 0) ? (uint64_t)((x >> 4) % 3000) * 1000000ull : 1000;
+		switch ((x >> 24) % 6) {
+		case 0:
+		case 1:
+			(void)mr_neigh_lookup(n, gid, now, mac);
+			break;
+		case 2: {
+			struct mr_neigh_entry *e = mr_neigh_find(n, gid, now);
+
+			if (e != NULL)
+				mr_neigh_confirm(n, e, mac, now);
+			break;
+		}
+		case 3:
+			if ((x & 63) == 0)
+				(void)mr_neigh_add_static(n, gid, mac);
+			break;
+		default:
+			while (mr_neigh_poll(n, now, buf, sizeof(buf)) > 0)
+				;
+			break;
+		}
+		assert_int_equal(mr_neigh_next_timeout(n), next_timeout_scan(n));
+	}
+	mr_neigh_destroy(n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -839,6 +897,7 @@ int main(void)
 		cmocka_unit_test(test_ns_ignored_and_invalid),
 		cmocka_unit_test(test_resolve_nd),
 		cmocka_unit_test(test_random_frames),
+		cmocka_unit_test(test_next_timeout_cache),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
