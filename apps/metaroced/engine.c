@@ -33,9 +33,9 @@ uint64_t mr_now_ns(void)
 
 static unsigned int rx_burst(struct mr_daemon *d, uint64_t now)
 {
-	struct rte_mbuf *bufs[MR_RX_BURST];
+	struct rte_mbuf *bufs[MR_RX_BURST], *done[MR_RX_BURST];
 	uint16_t n = mr_dpdk_port_rx_burst(d->port, 0, bufs, MR_RX_BURST);
-	uint16_t i;
+	uint16_t i, ndone = 0;
 
 	for (i = 0; i < n; i++) {
 		uint32_t len;
@@ -54,9 +54,10 @@ static unsigned int rx_burst(struct mr_daemon *d, uint64_t now)
 					      rte_pktmbuf_mtod(bufs[i], uint8_t *), len, now);
 		}
 		if (d->rx_cur != NULL)
-			rte_pktmbuf_free(d->rx_cur);
+			done[ndone++] = d->rx_cur;
 		d->rx_cur = NULL;
 	}
+	rte_pktmbuf_free_bulk(done, ndone); /* one return to the pool per burst */
 	return n;
 }
 
