@@ -52,7 +52,7 @@ int qp_cc_setup(struct mr_qp *qp, const struct mr_qp_attr *a)
 #endif
 }
 
-bool mrt_cc_can_send(struct mr_qp *qp, uint64_t now, uint64_t inflight_bytes)
+bool qp_cc_can_send(struct mr_qp *qp, uint64_t now, uint64_t inflight_bytes)
 {
 #ifdef MR_HAVE_CC
 	if (!qp->cc_on || mr_cc_can_send(&qp->cc, now, inflight_bytes))
@@ -88,7 +88,7 @@ bool mrt_cc_blocked_after(const struct mr_qp *qp, uint64_t now, uint64_t infligh
 #endif
 }
 
-void mrt_cc_sent(struct mr_qp *qp, uint64_t now, uint32_t bytes, uint16_t path)
+void qp_cc_sent(struct mr_qp *qp, uint64_t now, uint32_t bytes, uint16_t path)
 {
 #ifdef MR_HAVE_CC
 	if (qp->cc_on)

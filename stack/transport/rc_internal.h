@@ -343,9 +343,10 @@ int qp_cc_setup(struct mr_qp *qp, const struct mr_qp_attr *a);
 uint64_t qp_cc_next_expiry(const struct mr_qp *qp);
 void qp_cc_on_timer(struct mr_qp *qp, uint64_t now);
 void qp_cc_on_cnp(struct mr_qp *qp, uint64_t now);
-/* Shared with rc_requester.c (names from the MetaRoCE side, see mrt_internal.h). */
-bool mrt_cc_can_send(struct mr_qp *qp, uint64_t now, uint64_t inflight_bytes);
-void mrt_cc_sent(struct mr_qp *qp, uint64_t now, uint32_t bytes, uint16_t path);
+/* Reaction point of either engine: may a packet go now with inflight_bytes outstanding (a
+ * pacing hold arms the pacer timer), and account one that went on path. */
+bool qp_cc_can_send(struct mr_qp *qp, uint64_t now, uint64_t inflight_bytes);
+void qp_cc_sent(struct mr_qp *qp, uint64_t now, uint32_t bytes, uint16_t path);
 
 /* ---- rc_ctx.c ---- */
 uint64_t rc_qp_next_expiry(const struct mr_qp *qp);
