@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * MetaRoCE per-QP lifecycle: negotiated at INIT->RTR (MR_QP_TRANSPORT, docs/metaroce-wire.md:
- * both ends agreed beforehand), started at RTR->RTS, timers, and the shared scatter helper.
+ * both ends agreed beforehand), started at RTR->RTS, timers, the shared scatter helper, and
+ * the engine's congestion-control hooks (ACK, loss, timeout and its Eifel undo).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -155,4 +156,69 @@ void mrt_on_timer(struct mr_qp *qp, uint64_t now)
 	}
 	mrt_rack_on_timer(qp, now);
 	rc_timer_update(qp);
+}
+
+/* ---- congestion control glue of the MetaRoCE engine (qp_cc.c has the shared part) ---- */
+
+bool mrt_cc_blocked_after(const struct mr_qp *qp, uint64_t now, uint64_t inflight_bytes,
+			  uint64_t gap_ns)
+{
+#ifdef MR_HAVE_CC
+	if (!qp->cc_on)
+		return false;
+	return inflight_bytes + rc_mtu(qp) > qp->cc.cwnd_bytes ||
+	       (qp->cc.next_send_ns > now && qp->cc.next_send_ns - now >= gap_ns);
+#else
+	(void)qp;
+	(void)now;
+	(void)inflight_bytes;
+	(void)gap_ns;
+	return false;
+#endif
+}
+
+void mrt_cc_ack(struct mr_qp *qp, const struct mr_cc_ack *ack)
+{
+	if (qp->cc_on && qp->cc.ops && qp->cc.ops->on_ack)
+		qp->cc.ops->on_ack(&qp->cc, ack);
+}
+
+void mrt_cc_loss(struct mr_qp *qp, uint64_t now, uint32_t bytes, uint16_t path)
+{
+	if (qp->cc_on && qp->cc.ops && qp->cc.ops->on_loss)
+		qp->cc.ops->on_loss(&qp->cc, now, bytes, path);
+}
+
+void mrt_cc_timeout(struct mr_qp *qp, uint64_t now)
+{
+	struct mrt_req *r = &qp->mrt->req;
+
+	if (!qp->cc_on || !qp->cc.ops || !qp->cc.ops->on_timeout)
+		return;
+	/* RFC 4015 3.2: keep what the timeout is about to reduce, for the Eifel response. */
+	if (!r->cc_undo_valid) {
+		r->cc_undo = qp->cc;
+		r->cc_undo_valid = true;
+	}
+	qp->cc.ops->on_timeout(&qp->cc, now);
+}
+
+void mrt_cc_undo_timeout(struct mr_qp *qp)
+{
+	struct mrt_req *r = &qp->mrt->req;
+	uint64_t next = qp->cc.next_send_ns;
+
+	if (!qp->cc_on || !r->cc_undo_valid)
+		return;
+	r->cc_undo_valid = false;
+	/* The whole controller state goes back (window, rate, the algorithm's estimators): only
+	 * a timeout and the resends it caused happened since. The pacing clock stays: packets
+	 * have left meanwhile. */
+	qp->cc = r->cc_undo;
+	qp->cc.next_send_ns = next;
+}
+
+uint32_t mrt_cc_path_penalty(const struct mr_qp *qp, uint16_t p)
+{
+	return qp->cc_on && p < MR_CC_MAX_PATHS ? qp->cc.path_penalty[p] : 0;
 }
