@@ -27,7 +27,7 @@ void mrt_scatter(const struct mr_sge *sg, uint8_t *const *host, uint32_t nsge, u
 	}
 }
 
-void mrt_free(struct mr_qp *qp)
+static void mrt_free(struct mr_qp *qp)
 {
 	if (qp->mrt == NULL)
 		return;
@@ -38,7 +38,8 @@ void mrt_free(struct mr_qp *qp)
 	qp->mrt = NULL;
 }
 
-int mrt_setup(struct mr_qp *qp, const struct mr_qp_attr *a)
+/* INIT->RTR with METAROCE. */
+static int mrt_setup(struct mr_qp *qp, const struct mr_qp_attr *a)
 {
 	struct mrt_qp *m = qp->mrt;
 	struct mrt_resp *s;
@@ -77,7 +78,8 @@ int mrt_setup(struct mr_qp *qp, const struct mr_qp_attr *a)
 	return 0;
 }
 
-void mrt_start(struct mr_qp *qp)
+/* RTR->RTS. */
+static void mrt_start(struct mr_qp *qp)
 {
 	struct mrt_req *r = &qp->mrt->req;
 	uint16_t n = r->n_paths;
@@ -108,7 +110,7 @@ void mrt_start(struct mr_qp *qp)
 	r->cap_pkts = cap;
 }
 
-void mrt_on_err(struct mr_qp *qp)
+static void mrt_on_err(struct mr_qp *qp)
 {
 	struct mrt_req *r = &qp->mrt->req;
 
@@ -126,7 +128,8 @@ static uint64_t mrt_min(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
-uint64_t mrt_next_expiry(const struct mr_qp *qp)
+/* RACK, TLP, RTO (or the RNR wait instead) and the delayed ACK. */
+static uint64_t mrt_next_expiry(const struct mr_qp *qp)
 {
 	const struct mrt_req *r = &qp->mrt->req;
 	uint64_t t = mrt_min(r->rack_deadline, mrt_min(r->tlp_deadline, r->rto_deadline));
@@ -136,7 +139,7 @@ uint64_t mrt_next_expiry(const struct mr_qp *qp)
 	return mrt_min(t, qp->mrt->resp.ack_deadline);
 }
 
-void mrt_on_timer(struct mr_qp *qp, uint64_t now)
+static void mrt_on_timer(struct mr_qp *qp, uint64_t now)
 {
 	struct mrt_req *r = &qp->mrt->req;
 
@@ -157,6 +160,19 @@ void mrt_on_timer(struct mr_qp *qp, uint64_t now)
 	mrt_rack_on_timer(qp, now);
 	rc_timer_update(qp);
 }
+
+const struct rc_engine_ops mrt_engine = {
+	.setup = mrt_setup,
+	.start = mrt_start,
+	.on_err = mrt_on_err,
+	.free = mrt_free,
+	.next_expiry = mrt_next_expiry,
+	.on_timer = mrt_on_timer,
+	.rx_req = mrt_resp_rx,
+	.rx_resp = mrt_req_rx,
+	.tx_resp = mrt_resp_tx,
+	.tx_req = mrt_req_tx,
+};
 
 /* ---- congestion control glue of the MetaRoCE engine (qp_cc.c has the shared part) ---- */
 

@@ -190,7 +190,8 @@ struct mrt_qp;
 
 struct mr_qp {
 	struct mr_ctx *ctx;
-	struct mrt_qp *mrt;  /* non-NULL: MetaRoCE transport (mrt_*.c) instead of RC engines */
+	const struct rc_engine_ops *eng; /* rc_engine, or mrt_engine once MetaRoCE is negotiated */
+	struct mrt_qp *mrt;  /* mrt_engine's private state (mrt_*.c), NULL under rc_engine */
 	/* Congestion control (stack/cc): DCQCN also for plain RC (reaction point paced here,
 	 * notification point in the responder). */
 	bool cc_on;
@@ -262,6 +263,33 @@ struct mr_qp {
 		uint32_t res_next;
 	} resp;
 };
+
+/* What the core (rc_qp.c, rc_ctx.c) asks of a QP's transport engine (qp->eng). Every entry is
+ * set; around each call the core does the header checks, statistics, CNPs, CC timers and the
+ * re-keying of the QP's timers. */
+struct rc_engine_ops {
+	/* INIT->RTR with this engine (a: the resolved MR_QP_TRANSPORT attributes). On failure
+	 * the core switches the QP back to rc_engine (calling this engine's free). */
+	int (*setup)(struct mr_qp *qp, const struct mr_qp_attr *a);
+	void (*start)(struct mr_qp *qp);  /* RTR->RTS, after the core set the SQ PSNs */
+	void (*on_err)(struct mr_qp *qp); /* entry to ERR, after the core flushed SQ and RQ */
+	/* Release the engine's private state (engine change, RESET, failed setup, destroy);
+	 * harmless when there is none. */
+	void (*free)(struct mr_qp *qp);
+	/* Earliest of the engine's deadlines, UINT64_MAX if none (pacing and CC: qp_cc.c). */
+	uint64_t (*next_expiry)(const struct mr_qp *qp);
+	void (*on_timer)(struct mr_qp *qp, uint64_t now); /* run what is due at now */
+	/* A request (the QP as responder), or a response, ACK or NAK (the QP as requester). */
+	void (*rx_req)(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now);
+	void (*rx_resp)(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now);
+	/* Build the next response/ACK, or the next request packet, into out: > 0 when one was
+	 * built, 0 when there is nothing to send now. */
+	int (*tx_resp)(struct mr_qp *qp, uint64_t now, struct mr_tx_pkt *out);
+	int (*tx_req)(struct mr_qp *qp, uint64_t now, struct mr_tx_pkt *out);
+};
+
+extern const struct rc_engine_ops rc_engine;  /* rc_engine.c */
+extern const struct rc_engine_ops mrt_engine; /* mrt_qp.c */
 
 /* ---- rc_ctx.c ---- */
 void rc_sched_req(struct mr_qp *qp);
