@@ -1,10 +1,22 @@
 /* SPDX-License-Identifier: MIT
- * Private state of the RC transport: shared by rc_*.c only, never installed.
+ * Private state of the transport: shared by stack/transport's .c files only, never installed.
  *
  * Layout follows Linux rxe's split: ctx (QPN table, scheduling, timers), mr (PD/MR/keys),
  * cq, qp (state machine, flush), requester (SQ -> request packets), completer (ACKs and
  * responses -> send completions) and responder (requests -> placement, responses, receive
  * completions).
+ *
+ * Layering: a core shared by every QP (rc_qp.c, rc_ctx.c, rc_cq.c, rc_mr.c, rc_srq.c, qp_cc.c:
+ * verbs state machine, queues, keys, packet checks and dispatch, scheduling, the timer heap,
+ * congestion-control glue) drives one of two transport engines through struct rc_engine_ops
+ * (qp->eng), as ngtcp2 and picoquic drive their congestion controllers: rc_engine, plain RC
+ * (rc_requester.c, rc_responder.c, rc_completer.c; table in rc_engine.c), or mrt_engine,
+ * MetaRoCE (mrt_qp.c, mrt_requester.c, mrt_responder.c, rack.c, sack_scoreboard.c, entropy.c;
+ * private state behind qp->mrt, declared in mrt_internal.h, which the core never includes).
+ * The core calls an engine only through its table; engines call down into the core (scheduling,
+ * timers, completions, CC) and MetaRoCE also reuses RC helpers (WQE resolve and gather,
+ * opcodes, receive binding, the response ring). The RC engine's state is struct mr_qp's
+ * req/comp/resp blocks, which the core itself resets on RESET, INIT->RTR, RTR->RTS and ERR.
  */
 #ifndef MR_TRANSPORT_RC_INTERNAL_H
 #define MR_TRANSPORT_RC_INTERNAL_H
