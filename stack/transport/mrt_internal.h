@@ -2,7 +2,8 @@
  * Private state of the MetaRoCE transport (docs/metaroce-wire.md): shared by mrt_*.c,
  * sack_scoreboard.c, rack.c and entropy.c only, never installed.
  *
- * A MetaRoCE QP keeps the RC queues (SQ/RQ/CQ, PD/MR checks) and replaces the engines:
+ * A MetaRoCE QP keeps the RC queues (SQ/RQ/CQ, PD/MR checks) and replaces the RC engine
+ * (qp->eng is mrt_engine instead of rc_engine, struct rc_engine_ops in rc_internal.h):
  *  - requester: per-PSN scoreboard (sack_scoreboard.c), RACK/TLP/RTO loss detection (rack.c),
  *    path selection over n entropies (entropy.c), READ re-request of missing byte ranges;
  *  - responder: per-packet placement, per-PSN receive ring (cumulative PSN + SACK bitmap),
@@ -193,13 +194,7 @@ static inline uint32_t mrt_ts(uint64_t now)
 	return (uint32_t)(now >> 8); /* MRETH.ts: 256 ns units, truncated to 32 bits */
 }
 
-/* ---- mrt_qp.c ---- */
-int mrt_setup(struct mr_qp *qp, const struct mr_qp_attr *a); /* INIT->RTR with METAROCE */
-void mrt_start(struct mr_qp *qp);                            /* RTR->RTS */
-void mrt_free(struct mr_qp *qp);
-void mrt_on_err(struct mr_qp *qp);
-uint64_t mrt_next_expiry(const struct mr_qp *qp);
-void mrt_on_timer(struct mr_qp *qp, uint64_t now);
+/* ---- mrt_qp.c (and mrt_engine, declared in rc_internal.h) ---- */
 void mrt_scatter(const struct mr_sge *sg, uint8_t *const *host, uint32_t nsge, uint32_t off,
 		 const uint8_t *src, uint32_t n);
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * MetaRoCE per-QP lifecycle: negotiated at INIT->RTR (MR_QP_TRANSPORT, docs/metaroce-wire.md:
- * both ends agreed beforehand), started at RTR->RTS, timers, and the shared scatter helper.
+ * both ends agreed beforehand), started at RTR->RTS, timers, the shared scatter helper, and
+ * the engine's congestion-control hooks (ACK, loss, timeout and its Eifel undo).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -26,7 +27,7 @@ void mrt_scatter(const struct mr_sge *sg, uint8_t *const *host, uint32_t nsge, u
 	}
 }
 
-void mrt_free(struct mr_qp *qp)
+static void mrt_free(struct mr_qp *qp)
 {
 	if (qp->mrt == NULL)
 		return;
@@ -37,7 +38,8 @@ void mrt_free(struct mr_qp *qp)
 	qp->mrt = NULL;
 }
 
-int mrt_setup(struct mr_qp *qp, const struct mr_qp_attr *a)
+/* INIT->RTR with METAROCE. */
+static int mrt_setup(struct mr_qp *qp, const struct mr_qp_attr *a)
 {
 	struct mrt_qp *m = qp->mrt;
 	struct mrt_resp *s;
@@ -76,7 +78,8 @@ int mrt_setup(struct mr_qp *qp, const struct mr_qp_attr *a)
 	return 0;
 }
 
-void mrt_start(struct mr_qp *qp)
+/* RTR->RTS. */
+static void mrt_start(struct mr_qp *qp)
 {
 	struct mrt_req *r = &qp->mrt->req;
 	uint16_t n = r->n_paths;
@@ -107,7 +110,7 @@ void mrt_start(struct mr_qp *qp)
 	r->cap_pkts = cap;
 }
 
-void mrt_on_err(struct mr_qp *qp)
+static void mrt_on_err(struct mr_qp *qp)
 {
 	struct mrt_req *r = &qp->mrt->req;
 
@@ -125,7 +128,8 @@ static uint64_t mrt_min(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
-uint64_t mrt_next_expiry(const struct mr_qp *qp)
+/* RACK, TLP, RTO (or the RNR wait instead) and the delayed ACK. */
+static uint64_t mrt_next_expiry(const struct mr_qp *qp)
 {
 	const struct mrt_req *r = &qp->mrt->req;
 	uint64_t t = mrt_min(r->rack_deadline, mrt_min(r->tlp_deadline, r->rto_deadline));
@@ -135,7 +139,7 @@ uint64_t mrt_next_expiry(const struct mr_qp *qp)
 	return mrt_min(t, qp->mrt->resp.ack_deadline);
 }
 
-void mrt_on_timer(struct mr_qp *qp, uint64_t now)
+static void mrt_on_timer(struct mr_qp *qp, uint64_t now)
 {
 	struct mrt_req *r = &qp->mrt->req;
 
@@ -155,4 +159,82 @@ void mrt_on_timer(struct mr_qp *qp, uint64_t now)
 	}
 	mrt_rack_on_timer(qp, now);
 	rc_timer_update(qp);
+}
+
+const struct rc_engine_ops mrt_engine = {
+	.setup = mrt_setup,
+	.start = mrt_start,
+	.on_err = mrt_on_err,
+	.free = mrt_free,
+	.next_expiry = mrt_next_expiry,
+	.on_timer = mrt_on_timer,
+	.rx_req = mrt_resp_rx,
+	.rx_resp = mrt_req_rx,
+	.tx_resp = mrt_resp_tx,
+	.tx_req = mrt_req_tx,
+};
+
+/* ---- congestion control glue of the MetaRoCE engine (qp_cc.c has the shared part) ---- */
+
+bool mrt_cc_blocked_after(const struct mr_qp *qp, uint64_t now, uint64_t inflight_bytes,
+			  uint64_t gap_ns)
+{
+#ifdef MR_HAVE_CC
+	if (!qp->cc_on)
+		return false;
+	return inflight_bytes + rc_mtu(qp) > qp->cc.cwnd_bytes ||
+	       (qp->cc.next_send_ns > now && qp->cc.next_send_ns - now >= gap_ns);
+#else
+	(void)qp;
+	(void)now;
+	(void)inflight_bytes;
+	(void)gap_ns;
+	return false;
+#endif
+}
+
+void mrt_cc_ack(struct mr_qp *qp, const struct mr_cc_ack *ack)
+{
+	if (qp->cc_on && qp->cc.ops && qp->cc.ops->on_ack)
+		qp->cc.ops->on_ack(&qp->cc, ack);
+}
+
+void mrt_cc_loss(struct mr_qp *qp, uint64_t now, uint32_t bytes, uint16_t path)
+{
+	if (qp->cc_on && qp->cc.ops && qp->cc.ops->on_loss)
+		qp->cc.ops->on_loss(&qp->cc, now, bytes, path);
+}
+
+void mrt_cc_timeout(struct mr_qp *qp, uint64_t now)
+{
+	struct mrt_req *r = &qp->mrt->req;
+
+	if (!qp->cc_on || !qp->cc.ops || !qp->cc.ops->on_timeout)
+		return;
+	/* RFC 4015 3.2: keep what the timeout is about to reduce, for the Eifel response. */
+	if (!r->cc_undo_valid) {
+		r->cc_undo = qp->cc;
+		r->cc_undo_valid = true;
+	}
+	qp->cc.ops->on_timeout(&qp->cc, now);
+}
+
+void mrt_cc_undo_timeout(struct mr_qp *qp)
+{
+	struct mrt_req *r = &qp->mrt->req;
+	uint64_t next = qp->cc.next_send_ns;
+
+	if (!qp->cc_on || !r->cc_undo_valid)
+		return;
+	r->cc_undo_valid = false;
+	/* The whole controller state goes back (window, rate, the algorithm's estimators): only
+	 * a timeout and the resends it caused happened since. The pacing clock stays: packets
+	 * have left meanwhile. */
+	qp->cc = r->cc_undo;
+	qp->cc.next_send_ns = next;
+}
+
+uint32_t mrt_cc_path_penalty(const struct mr_qp *qp, uint16_t p)
+{
+	return qp->cc_on && p < MR_CC_MAX_PATHS ? qp->cc.path_penalty[p] : 0;
 }

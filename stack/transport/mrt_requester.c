@@ -114,7 +114,7 @@ static void mrt_sent(struct mr_qp *qp, struct mrt_txe *e, uint64_t now, uint32_t
 		r->pipe++;
 		r->pipe_bytes += mrt_txe_is_rd_atomic(qp, e) ? 0 : e->len;
 	}
-	mrt_cc_sent(qp, now, paylen, e->path);
+	qp_cc_sent(qp, now, paylen, e->path);
 	/* The delay signal must measure the fabric, not the responder's delayed ACK (Swift,
 	 * SIGCOMM'20 3.1 separates host delay from fabric delay). When congestion control holds
 	 * the next packet back (window full, or a pacing gap near the delayed-ACK time), no
@@ -281,7 +281,7 @@ int mrt_req_tx(struct mr_qp *qp, uint64_t now, struct mr_tx_pkt *out)
 	if (r->tlp_fire && r->una != r->nxt && mrt_tlp(qp, now, out))
 		return 1;
 	r->tlp_fire = false;
-	if (!mrt_cc_can_send(qp, now, r->pipe_bytes))
+	if (!qp_cc_can_send(qp, now, r->pipe_bytes))
 		return 0;
 	if (r->nlost > 0 && r->pipe < mrt_inflight_cap(qp)) {
 		uint32_t psn = mr_psn_cmp(r->retx_hint, r->una) > 0 ? r->retx_hint : r->una;

@@ -3,12 +3,13 @@
  * created at INIT->RTR from MR_QP_TRANSPORT's cc/cc_params. Plain RC with DCQCN: the requester
  * is the reaction point (paced by the DCQCN rate, on_cnp on received CNPs), the responder the
  * notification point (CE-marked requests -> at most one CNP per interval, A17.9.3).
- * Without the mrcc library (MR_HAVE_CC undefined) only MR_CC_NONE is accepted.
+ * Without the mrcc library (MR_HAVE_CC undefined) only MR_CC_NONE is accepted. The hooks only
+ * MetaRoCE feeds (per-ACK, loss, timeout and undo) are its engine's, in mrt_qp.c.
  */
 #include <errno.h>
 #include <string.h>
 
-#include "mrt_internal.h"
+#include "rc_internal.h"
 
 /* DCQCN paper (Zhu et al., SIGCOMM'15) section 3: one CNP per flow per 50 us. */
 #define QP_CNP_INTERVAL_NS 50000u
@@ -52,7 +53,7 @@ int qp_cc_setup(struct mr_qp *qp, const struct mr_qp_attr *a)
 #endif
 }
 
-bool mrt_cc_can_send(struct mr_qp *qp, uint64_t now, uint64_t inflight_bytes)
+bool qp_cc_can_send(struct mr_qp *qp, uint64_t now, uint64_t inflight_bytes)
 {
 #ifdef MR_HAVE_CC
 	if (!qp->cc_on || mr_cc_can_send(&qp->cc, now, inflight_bytes))
@@ -71,24 +72,7 @@ bool mrt_cc_can_send(struct mr_qp *qp, uint64_t now, uint64_t inflight_bytes)
 #endif
 }
 
-bool mrt_cc_blocked_after(const struct mr_qp *qp, uint64_t now, uint64_t inflight_bytes,
-			  uint64_t gap_ns)
-{
-#ifdef MR_HAVE_CC
-	if (!qp->cc_on)
-		return false;
-	return inflight_bytes + rc_mtu(qp) > qp->cc.cwnd_bytes ||
-	       (qp->cc.next_send_ns > now && qp->cc.next_send_ns - now >= gap_ns);
-#else
-	(void)qp;
-	(void)now;
-	(void)inflight_bytes;
-	(void)gap_ns;
-	return false;
-#endif
-}
-
-void mrt_cc_sent(struct mr_qp *qp, uint64_t now, uint32_t bytes, uint16_t path)
+void qp_cc_sent(struct mr_qp *qp, uint64_t now, uint32_t bytes, uint16_t path)
 {
 #ifdef MR_HAVE_CC
 	if (qp->cc_on)
@@ -99,52 +83,6 @@ void mrt_cc_sent(struct mr_qp *qp, uint64_t now, uint32_t bytes, uint16_t path)
 	(void)bytes;
 	(void)path;
 #endif
-}
-
-void mrt_cc_ack(struct mr_qp *qp, const struct mr_cc_ack *ack)
-{
-	if (qp->cc_on && qp->cc.ops && qp->cc.ops->on_ack)
-		qp->cc.ops->on_ack(&qp->cc, ack);
-}
-
-void mrt_cc_loss(struct mr_qp *qp, uint64_t now, uint32_t bytes, uint16_t path)
-{
-	if (qp->cc_on && qp->cc.ops && qp->cc.ops->on_loss)
-		qp->cc.ops->on_loss(&qp->cc, now, bytes, path);
-}
-
-void mrt_cc_timeout(struct mr_qp *qp, uint64_t now)
-{
-	struct mrt_req *r = &qp->mrt->req;
-
-	if (!qp->cc_on || !qp->cc.ops || !qp->cc.ops->on_timeout)
-		return;
-	/* RFC 4015 3.2: keep what the timeout is about to reduce, for the Eifel response. */
-	if (!r->cc_undo_valid) {
-		r->cc_undo = qp->cc;
-		r->cc_undo_valid = true;
-	}
-	qp->cc.ops->on_timeout(&qp->cc, now);
-}
-
-void mrt_cc_undo_timeout(struct mr_qp *qp)
-{
-	struct mrt_req *r = &qp->mrt->req;
-	uint64_t next = qp->cc.next_send_ns;
-
-	if (!qp->cc_on || !r->cc_undo_valid)
-		return;
-	r->cc_undo_valid = false;
-	/* The whole controller state goes back (window, rate, the algorithm's estimators): only
-	 * a timeout and the resends it caused happened since. The pacing clock stays: packets
-	 * have left meanwhile. */
-	qp->cc = r->cc_undo;
-	qp->cc.next_send_ns = next;
-}
-
-uint32_t mrt_cc_path_penalty(const struct mr_qp *qp, uint16_t p)
-{
-	return qp->cc_on && p < MR_CC_MAX_PATHS ? qp->cc.path_penalty[p] : 0;
 }
 
 uint64_t qp_cc_next_expiry(const struct mr_qp *qp)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mrt_internal.h"
+#include "rc_internal.h"
 
 struct mr_ctx *mr_ctx_create(const struct mr_ctx_params *p)
 {
@@ -99,23 +99,13 @@ void rc_sched_resp(struct mr_qp *qp)
 	rc_timer_update(qp);
 }
 
-/* Earliest timer of one QP: RC (ACK timeout, RNR, delayed ACK) or MetaRoCE (RACK, TLP, RTO,
- * RNR, delayed ACK), plus pacing and congestion-control timers. */
+/* Earliest timer of one QP: its engine's (RC: ACK timeout, RNR, delayed ACK; MetaRoCE: RACK,
+ * TLP, RTO, RNR, delayed ACK), plus pacing and congestion-control timers. */
 uint64_t rc_qp_next_expiry(const struct mr_qp *qp)
 {
-	uint64_t t = qp_cc_next_expiry(qp), x;
+	uint64_t t = qp_cc_next_expiry(qp), x = qp->eng->next_expiry(qp);
 
-	if (qp->mrt != NULL) {
-		x = mrt_next_expiry(qp);
-		return x < t ? x : t;
-	}
-	if (qp->comp.ack_deadline < t)
-		t = qp->comp.ack_deadline;
-	if (qp->req.rnr_wait && qp->req.rnr_until < t)
-		t = qp->req.rnr_until;
-	if (qp->resp.ack_deadline < t)
-		t = qp->resp.ack_deadline;
-	return t;
+	return x < t ? x : t;
 }
 
 /* ---- timer heap (struct rc_timers in rc_internal.h) ---- */
@@ -386,9 +376,9 @@ void mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
 		qp->stats.rx_bytes += pkt->paylen;
 		rc_count_rx(qp, op);
 		if (rc_is_request(b))
-			mrt_resp_rx(qp, pkt, now);
+			qp->eng->rx_req(qp, pkt, now);
 		else
-			mrt_req_rx(qp, pkt, now);
+			qp->eng->rx_resp(qp, pkt, now);
 		rc_check_overrun(qp);
 		return;
 	}
@@ -403,9 +393,9 @@ void mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
 	qp->stats.rx_bytes += pkt->paylen;
 	rc_count_rx(qp, op);
 	if (rc_is_request(op))
-		rc_resp_rx(qp, pkt, now);
+		qp->eng->rx_req(qp, pkt, now);
 	else
-		rc_comp_rx(qp, pkt, now);
+		qp->eng->rx_resp(qp, pkt, now);
 	rc_check_overrun(qp);
 }
 
@@ -423,10 +413,10 @@ static int rc_serve(struct rc_link *list, bool resp, uint64_t now, struct mr_tx_
 			qp = rc_container_of(l, struct mr_qp, resp_link);
 			n = rc_resp_cnp_tx(qp, out);
 			if (n == 0)
-				n = qp->mrt ? mrt_resp_tx(qp, now, out) : rc_resp_tx(qp, out);
+				n = qp->eng->tx_resp(qp, now, out);
 		} else {
 			qp = rc_container_of(l, struct mr_qp, req_link);
-			n = qp->mrt ? mrt_req_tx(qp, now, out) : rc_req_tx(qp, now, out);
+			n = qp->eng->tx_req(qp, now, out);
 		}
 		rc_timer_update(qp); /* sending arms ACK/RTO/TLP timers and the pacer */
 		if (n > 0) {
@@ -503,12 +493,7 @@ void mr_ctx_on_timer(struct mr_ctx *ctx, uint64_t now)
 
 		rc_list_del(l);
 		qp_cc_on_timer(qp, now);
-		if (qp->mrt != NULL) {
-			mrt_on_timer(qp, now);
-		} else {
-			rc_resp_on_timer(qp, now);
-			rc_req_on_timer(qp, now);
-		}
+		qp->eng->on_timer(qp, now);
 		rc_check_overrun(qp);
 		rc_timer_update(qp);
 	}

@@ -1,10 +1,22 @@
 /* SPDX-License-Identifier: MIT
- * Private state of the RC transport: shared by rc_*.c only, never installed.
+ * Private state of the transport: shared by stack/transport's .c files only, never installed.
  *
  * Layout follows Linux rxe's split: ctx (QPN table, scheduling, timers), mr (PD/MR/keys),
  * cq, qp (state machine, flush), requester (SQ -> request packets), completer (ACKs and
  * responses -> send completions) and responder (requests -> placement, responses, receive
  * completions).
+ *
+ * Layering: a core shared by every QP (rc_qp.c, rc_ctx.c, rc_cq.c, rc_mr.c, rc_srq.c, qp_cc.c:
+ * verbs state machine, queues, keys, packet checks and dispatch, scheduling, the timer heap,
+ * congestion-control glue) drives one of two transport engines through struct rc_engine_ops
+ * (qp->eng), as ngtcp2 and picoquic drive their congestion controllers: rc_engine, plain RC
+ * (rc_requester.c, rc_responder.c, rc_completer.c; table in rc_engine.c), or mrt_engine,
+ * MetaRoCE (mrt_qp.c, mrt_requester.c, mrt_responder.c, rack.c, sack_scoreboard.c, entropy.c;
+ * private state behind qp->mrt, declared in mrt_internal.h, which the core never includes).
+ * The core calls an engine only through its table; engines call down into the core (scheduling,
+ * timers, completions, CC) and MetaRoCE also reuses RC helpers (WQE resolve and gather,
+ * opcodes, receive binding, the response ring). The RC engine's state is struct mr_qp's
+ * req/comp/resp blocks, which the core itself resets on RESET, INIT->RTR, RTR->RTS and ERR.
  */
 #ifndef MR_TRANSPORT_RC_INTERNAL_H
 #define MR_TRANSPORT_RC_INTERNAL_H
@@ -190,7 +202,8 @@ struct mrt_qp;
 
 struct mr_qp {
 	struct mr_ctx *ctx;
-	struct mrt_qp *mrt;  /* non-NULL: MetaRoCE transport (mrt_*.c) instead of RC engines */
+	const struct rc_engine_ops *eng; /* rc_engine, or mrt_engine once MetaRoCE is negotiated */
+	struct mrt_qp *mrt;  /* mrt_engine's private state (mrt_*.c), NULL under rc_engine */
 	/* Congestion control (stack/cc): DCQCN also for plain RC (reaction point paced here,
 	 * notification point in the responder). */
 	bool cc_on;
@@ -262,6 +275,33 @@ struct mr_qp {
 		uint32_t res_next;
 	} resp;
 };
+
+/* What the core (rc_qp.c, rc_ctx.c) asks of a QP's transport engine (qp->eng). Every entry is
+ * set; around each call the core does the header checks, statistics, CNPs, CC timers and the
+ * re-keying of the QP's timers. */
+struct rc_engine_ops {
+	/* INIT->RTR with this engine (a: the resolved MR_QP_TRANSPORT attributes). On failure
+	 * the core switches the QP back to rc_engine (calling this engine's free). */
+	int (*setup)(struct mr_qp *qp, const struct mr_qp_attr *a);
+	void (*start)(struct mr_qp *qp);  /* RTR->RTS, after the core set the SQ PSNs */
+	void (*on_err)(struct mr_qp *qp); /* entry to ERR, after the core flushed SQ and RQ */
+	/* Release the engine's private state (engine change, RESET, failed setup, destroy);
+	 * harmless when there is none. */
+	void (*free)(struct mr_qp *qp);
+	/* Earliest of the engine's deadlines, UINT64_MAX if none (pacing and CC: qp_cc.c). */
+	uint64_t (*next_expiry)(const struct mr_qp *qp);
+	void (*on_timer)(struct mr_qp *qp, uint64_t now); /* run what is due at now */
+	/* A request (the QP as responder), or a response, ACK or NAK (the QP as requester). */
+	void (*rx_req)(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now);
+	void (*rx_resp)(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now);
+	/* Build the next response/ACK, or the next request packet, into out: > 0 when one was
+	 * built, 0 when there is nothing to send now. */
+	int (*tx_resp)(struct mr_qp *qp, uint64_t now, struct mr_tx_pkt *out);
+	int (*tx_req)(struct mr_qp *qp, uint64_t now, struct mr_tx_pkt *out);
+};
+
+extern const struct rc_engine_ops rc_engine;  /* rc_engine.c */
+extern const struct rc_engine_ops mrt_engine; /* mrt_qp.c */
 
 /* ---- rc_ctx.c ---- */
 void rc_sched_req(struct mr_qp *qp);
@@ -343,9 +383,10 @@ int qp_cc_setup(struct mr_qp *qp, const struct mr_qp_attr *a);
 uint64_t qp_cc_next_expiry(const struct mr_qp *qp);
 void qp_cc_on_timer(struct mr_qp *qp, uint64_t now);
 void qp_cc_on_cnp(struct mr_qp *qp, uint64_t now);
-/* Shared with rc_requester.c (names from the MetaRoCE side, see mrt_internal.h). */
-bool mrt_cc_can_send(struct mr_qp *qp, uint64_t now, uint64_t inflight_bytes);
-void mrt_cc_sent(struct mr_qp *qp, uint64_t now, uint32_t bytes, uint16_t path);
+/* Reaction point of either engine: may a packet go now with inflight_bytes outstanding (a
+ * pacing hold arms the pacer timer), and account one that went on path. */
+bool qp_cc_can_send(struct mr_qp *qp, uint64_t now, uint64_t inflight_bytes);
+void qp_cc_sent(struct mr_qp *qp, uint64_t now, uint32_t bytes, uint16_t path);
 
 /* ---- rc_ctx.c ---- */
 uint64_t rc_qp_next_expiry(const struct mr_qp *qp);

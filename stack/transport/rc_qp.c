@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mrt_internal.h"
+#include "rc_internal.h"
 
 #define S(x) (1u << (x))
 
@@ -114,6 +114,7 @@ found:
 	qp->qpn = ctx->p.first_qpn + slot;
 	qp->init = *init;
 	qp->state = MR_QPS_RESET;
+	qp->eng = &rc_engine;
 	qp->attr.path_mtu = 1024;
 	qp->comp.ack_deadline = UINT64_MAX;
 	qp->resp.ack_deadline = UINT64_MAX;
@@ -134,6 +135,15 @@ nomem:
 	return NULL;
 }
 
+/* Hand qp to engine eng; the one it leaves releases its private state first. */
+static void rc_qp_set_engine(struct mr_qp *qp, const struct rc_engine_ops *eng)
+{
+	if (qp->eng == eng)
+		return;
+	qp->eng->free(qp);
+	qp->eng = eng;
+}
+
 void rc_qp_free(struct mr_qp *qp)
 {
 	struct mr_ctx *ctx = qp->ctx;
@@ -141,7 +151,7 @@ void rc_qp_free(struct mr_qp *qp)
 	rc_list_del(&qp->req_link);
 	rc_list_del(&qp->resp_link);
 	rc_timer_remove(qp);
-	mrt_free(qp);
+	qp->eng->free(qp);
 	ctx->qp_tab[qp->qpn - ctx->p.first_qpn] = NULL;
 	qp->init.pd->refs--;
 	qp->init.send_cq->refs--;
@@ -245,8 +255,7 @@ void rc_qp_to_err(struct mr_qp *qp)
 	qp->comp.ack_deadline = UINT64_MAX;
 	qp->resp.ack_deadline = UINT64_MAX;
 	qp->paced = false;
-	if (qp->mrt != NULL)
-		mrt_on_err(qp);
+	qp->eng->on_err(qp);
 	rc_timer_update(qp);
 	rc_list_del(&qp->req_link);
 	/* Queued responses (e.g. the NAK that reported the error) still go out. */
@@ -263,7 +272,7 @@ static void rc_qp_reset(struct mr_qp *qp)
 	memset(&qp->comp, 0, sizeof(qp->comp));
 	qp->comp.ack_deadline = UINT64_MAX;
 	rc_resp_reset(qp);
-	mrt_free(qp);
+	rc_qp_set_engine(qp, &rc_engine);
 	qp->cc_on = qp->paced = qp->cnp_pending = false;
 	qp->attr.transport = MR_TRANSPORT_RC;
 	qp->attr.cc = MR_CC_NONE;
@@ -377,16 +386,14 @@ int mr_qp_modify(struct mr_qp *qp, const struct mr_qp_attr *a, uint32_t mask)
 				ta.n_entropies = 0;
 				memset(&ta.cc_params, 0, sizeof(ta.cc_params));
 			}
-			if (ta.transport == MR_TRANSPORT_METAROCE)
-				rc = mrt_setup(qp, &ta);
-			else {
-				mrt_free(qp);
-				rc = 0;
-			}
+			/* MetaRoCE only when both ends agreed beforehand (docs/metaroce-wire.md). */
+			rc_qp_set_engine(qp, ta.transport == MR_TRANSPORT_METAROCE ?
+					     &mrt_engine : &rc_engine);
+			rc = qp->eng->setup(qp, &ta);
 			if (rc == 0)
 				rc = qp_cc_setup(qp, &ta);
 			if (rc < 0) {
-				mrt_free(qp);
+				rc_qp_set_engine(qp, &rc_engine);
 				return rc;
 			}
 			qp->attr.transport = ta.transport;
@@ -403,8 +410,7 @@ int mr_qp_modify(struct mr_qp *qp, const struct mr_qp_attr *a, uint32_t mask)
 			qp->req.psn = qp->req.psn_max = qp->attr.sq_psn;
 			qp->req.cur = qp->sq_head;
 			qp->comp.psn = qp->attr.sq_psn;
-			if (qp->mrt != NULL)
-				mrt_start(qp);
+			qp->eng->start(qp);
 		}
 		qp->comp.retry_left = qp->attr.retry_cnt;
 		qp->comp.rnr_left = qp->attr.rnr_retry;

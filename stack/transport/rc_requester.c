@@ -102,7 +102,7 @@ int rc_req_tx(struct mr_qp *qp, uint64_t now, struct mr_tx_pkt *out)
 	if (inflight >= qp->ctx->max_inflight)
 		return 0;
 	/* DCQCN reaction point (A17.9.3): the requester is paced at the controller's rate. */
-	if (qp->cc_on && !mrt_cc_can_send(qp, now, (uint64_t)inflight * mtu))
+	if (qp->cc_on && !qp_cc_can_send(qp, now, (uint64_t)inflight * mtu))
 		return 0;
 	rd = rc_wr_is_rd_atomic(w->wr.opcode);
 	/* IBA 10.8.3.3: a fenced WQE waits for earlier READ/atomics to complete. */
@@ -205,7 +205,7 @@ int rc_req_tx(struct mr_qp *qp, uint64_t now, struct mr_tx_pkt *out)
 	if (h->ackreq)
 		qp->req.noack = 0;
 	if (qp->cc_on)
-		mrt_cc_sent(qp, now, out->paylen, 0);
+		qp_cc_sent(qp, now, out->paylen, 0);
 	if (mr_psn_cmp(psn, qp->req.psn_max) < 0)
 		qp->stats.retransmits++;
 	if (mr_psn_cmp(qp->req.psn, qp->req.psn_max) > 0)
