@@ -357,7 +357,7 @@ with open(res, "a") as f:
     else:
         f.write("mr.%s_p50_us %s\nmr.%s_p99_us %s\nmr.%s_p999_us %s\n" %
                 (key, r["t_typical"], key, r["percentile_99"], key, r["percentile_99_9"]))
-        line = "p50 %.2f us, p99 %.2f us, p99.9 %.2f us" % (r["t_typical"], r["percentile_99"], r["percentile_99_9"])
+        line = "one-way (RTT/2, as perftest) p50 %.2f us, p99 %.2f us, p99.9 %.2f us" % (r["t_typical"], r["percentile_99"], r["percentile_99_9"])
     f.write("mr.%s_cores %s\n" % (key, cores))
     f.write('mr.%s_cpu "%s"\n' % (key, threads.strip()))
 print("  %-14s %s; engine cores %s (%s)" % (key, line, cores, threads.strip()))
@@ -387,10 +387,12 @@ mr_section() {
 	# above (128 outstanding; at 16 outstanding one QP makes 0.14 M/s, which would flatter).
 	mr_run write_rate_8_s1024 write_bw -s 8 -q 1024 -t 16 -r 1 -D "$T" -e
 	# write_lat has no event mode (its receiver polls the buffer's last byte, as perftest's):
-	# four pollers on two CPUs, figures of the scheduler's time slices. send_lat -e sleeps.
+	# four pollers on two CPUs. --yield: the apps' empty polls yield the CPU (the engines do
+	# the same while idle, [engine] idle_yield), else every hand-over waits for the end of a
+	# scheduler time slice (p50 5-10 ms). send_lat -e sleeps.
 	# 1000 iterations: at the time slices' 5-6 ms per round trip, 20000 would take 2 minutes;
 	# -u 18 (1 s ACK timeout): a starved engine otherwise ends it in RETRY_EXC_ERR.
-	mr_run write_lat_8 write_lat -s 8 -n 1000 -u 18
+	mr_run write_lat_8 write_lat -s 8 -n 1000 -u 18 --yield
 	mr_run send_lat_8 send_lat -s 8 -n "$LAT_N" -e
 	mr_stop
 }
@@ -445,8 +447,13 @@ top["write_vs_tcp"] = ratio(w * 1e9 if w else None, tcp)
 top["write_per_core_vs_tcp"] = (ratio(w * 1e9 / wc, tcp / tcpc) if w and wc and tcp and tcpc else None)
 r16 = g("mr.write_rate_8_q16_mpps")
 top["rate_vs_memif"] = ratio(r16 * 1e6 if r16 else None, g("memif.pps_82"))
-top["latency_vs_memif"] = ratio(g("mr.write_lat_8_p50_us"), g("memif.rtt_p50_us"))
-top["latency_send_events_vs_memif"] = ratio(g("mr.send_lat_8_p50_us"), g("memif.rtt_p50_us"))
+# perftest's (and mrperf's) ping-pong latency is half a round trip (RTT / 2 per sample):
+# doubled, it is compared with memif_pingpong's full round trip.
+def rtt(k):
+    x = g(k)
+    return 2 * x if x is not None else None
+top["latency_vs_memif"] = ratio(rtt("mr.write_lat_8_p50_us"), g("memif.rtt_p50_us"))
+top["latency_send_events_vs_memif"] = ratio(rtt("mr.send_lat_8_p50_us"), g("memif.rtt_p50_us"))
 r1, r64 = g("mr.write_rate_8_q1_mpps"), g("mr.write_rate_8_q64_mpps")
 top["qp_scaling"] = ratio(g("mr.write_rate_8_s1024_mpps"), g("mr.write_rate_8_q1_mpps"))
 if top["qp_scaling"] is None:
@@ -472,9 +479,9 @@ out_j["definitions"] = {
     "write_vs_tcp": "64 KiB WRITE goodput / one iperf3 stream goodput (veth, MTU 1500)",
     "write_per_core_vs_tcp": "(WRITE goodput / engine cores used, both daemons) / (iperf3 goodput / CPU cores used, both ends)",
     "rate_vs_memif": "8 B WRITE messages/s at 16 QPs / raw memif frames/s at 82 B",
-    "latency_vs_memif": "8 B write ping-pong p50 (apps poll: 4 pollers on the machine's CPUs) / raw memif 82-byte ping-pong RTT p50 (lower is better)",
-    "latency_send_events_vs_memif": "8 B send ping-pong p50 with -e (apps sleep on CQ events) / raw memif 82-byte ping-pong RTT p50",
-    "metaroce runs": "mrperf -e (apps sleep on completion events) except write_lat",
+    "latency_vs_memif": "8 B write ping-pong round trip p50 (2 x perftest's one-way t_typical; apps poll with --yield: 4 pollers on the machine's CPUs) / raw memif 82-byte ping-pong RTT p50 (lower is better)",
+    "latency_send_events_vs_memif": "8 B send ping-pong round trip p50 (2 x t_typical) with -e (apps sleep on CQ events) / raw memif 82-byte ping-pong RTT p50",
+    "metaroce runs": "mrperf -e (apps sleep on completion events) except write_lat (--yield)",
     "qp_scaling": "8 B WRITE messages/s at 1024 QPs (16 outstanding each) / at 1 QP (128 outstanding)",
 }
 print()

@@ -43,7 +43,7 @@ struct mr_impair;
 #define MR_RX_DRAIN_BURSTS 64
 #define MR_TX_BUDGET 64        /* transport packets per loop iteration, so rx keeps up */
 #define MR_IDLE_SPINS 256      /* empty iterations before the idle back-off sleeps */
-#define MR_YIELD_SPINS 16      /* empty iterations before an idle engine yields its CPU */
+#define MR_YIELD_SPINS 2      /* empty iterations before an idle engine yields its CPU */
 #define MR_STALL_NS 10000000ull /* 10 ms: far longer than any iteration or idle sleep */
 
 struct mr_held {

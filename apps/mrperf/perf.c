@@ -20,7 +20,7 @@
 #define PROGRESS_TIMEOUT_NS (10ull * 1000000000ull) /* no completion for 10 s: give up */
 #define POLL_BATCH 16
 /* --yield: empty polls in a row before each further one yields the CPU. */
-#define POLL_YIELD_SPINS 16
+#define POLL_YIELD_SPINS 2
 
 /* One empty busy poll; *spins counts them since the last progress. With --yield, a poller past
  * POLL_YIELD_SPINS gives its CPU to whatever else is runnable there (the metaroced engine it
