@@ -324,13 +324,15 @@ mr_run() {
 		--sock "$work/b.sock" > "$work/$key-server.log" 2>&1 &
 	srv=$!
 	sleep 0.3
-	cpu_snap $da $db > "$work/s1"
+	# The CPU window spans both snapshots (each reads every thread's stat: tens of ms), so
+	# that a short run cannot show a thread above 100 %.
 	t0=$(date +%s.%N)
+	cpu_snap $da $db > "$work/s1"
 	timeout 120 "$bdir/apps/mrperf/mrperf" "$t" "$@" -p $MR_PORT --report_gbits \
 		--sock "$work/a.sock" --json "$work/$key.json" 127.0.0.1 > "$work/$key-client.log" 2>&1
 	rc=$?
-	t1=$(date +%s.%N)
 	cpu_snap $da $db > "$work/s2"
+	t1=$(date +%s.%N)
 	wait $srv 2>/dev/null
 	# What the run lost and recovered, per daemon (a drop anywhere costs plain RC a timeout or
 	# a go-back-N resend: the first thing to read when a figure is low).
@@ -390,9 +392,8 @@ mr_section() {
 	# four pollers on two CPUs. --yield: the apps' empty polls yield the CPU (the engines do
 	# the same while idle, [engine] idle_yield), else every hand-over waits for the end of a
 	# scheduler time slice (p50 5-10 ms). send_lat -e sleeps.
-	# 1000 iterations: at the time slices' 5-6 ms per round trip, 20000 would take 2 minutes;
 	# -u 18 (1 s ACK timeout): a starved engine otherwise ends it in RETRY_EXC_ERR.
-	mr_run write_lat_8 write_lat -s 8 -n 1000 -u 18 --yield
+	mr_run write_lat_8 write_lat -s 8 -n "$LAT_N" -u 18 --yield
 	mr_run send_lat_8 send_lat -s 8 -n "$LAT_N" -e
 	mr_stop
 }
