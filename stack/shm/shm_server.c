@@ -157,6 +157,7 @@ static void session_close(struct mr_shm_server *srv, struct mr_shm_session *s)
 	mr_shm_htab_fini(&s->h);
 	if (s->db != NULL)
 		munmap(s->db, sizeof(*s->db));
+	free(s->mr_hash);
 	free(s);
 	srv->nsessions--;
 	srv->st.sessions_closed++;

@@ -228,6 +228,45 @@ static int do_unmap_buf(struct mr_shm_session *s, uint32_t handle)
 	return 0;
 }
 
+/* Chains mr into the session's lkey hash, doubling the table past two MRs per chain. */
+static int mr_hash_add(struct mr_shm_session *s, struct mr_shm_mr *mr)
+{
+	if (s->mr_hash == NULL || s->n_mr + 1 > 2 * (s->mr_hash_mask + 1)) {
+		uint32_t n = s->mr_hash == NULL ? 64 : 2 * (s->mr_hash_mask + 1);
+		struct mr_shm_mr **t = calloc(n, sizeof(*t));
+
+		if (t == NULL)
+			return -ENOMEM;
+		for (struct mr_shm_mr *m = s->mrs; m != NULL; m = m->next) {
+			uint32_t h = mr_shm_lkey_hash(m->lkey, n - 1);
+
+			m->hnext = t[h];
+			t[h] = m;
+		}
+		free(s->mr_hash);
+		s->mr_hash = t;
+		s->mr_hash_mask = n - 1;
+	}
+	mr->hnext = s->mr_hash[mr_shm_lkey_hash(mr->lkey, s->mr_hash_mask)];
+	s->mr_hash[mr_shm_lkey_hash(mr->lkey, s->mr_hash_mask)] = mr;
+	return 0;
+}
+
+static void mr_hash_del(struct mr_shm_session *s, struct mr_shm_mr *mr)
+{
+	struct mr_shm_mr **pp;
+
+	if (s->mr_hash == NULL)
+		return;
+	for (pp = &s->mr_hash[mr_shm_lkey_hash(mr->lkey, s->mr_hash_mask)]; *pp != NULL;
+	     pp = &(*pp)->hnext) {
+		if (*pp == mr) {
+			*pp = mr->hnext;
+			break;
+		}
+	}
+}
+
 static int do_reg_mr(struct mr_shm_session *s, const struct mrc_ctl_req *req,
 		     struct mrc_ctl_resp *resp)
 {
@@ -263,10 +302,13 @@ static int do_reg_mr(struct mr_shm_session *s, const struct mrc_ctl_req *req,
 		return rc;
 	}
 	mr->handle = mr_shm_htab_add(&s->h, MR_SHM_OBJ_MR, mr);
-	if (mr->handle == 0) {
+	rc = mr->handle == 0 ? -ENOSPC : mr_hash_add(s, mr);
+	if (rc < 0) {
+		if (mr->handle != 0)
+			mr_shm_htab_del(&s->h, mr->handle, MR_SHM_OBJ_MR);
 		srv->ops->dereg_mr(srv->be, mr->be);
 		free(mr);
-		return -ENOSPC;
+		return rc;
 	}
 	mr->pd = pd;
 	mr->buf = b;
@@ -296,6 +338,7 @@ static int mr_release(struct mr_shm_session *s, struct mr_shm_mr *mr)
 	}
 	if (s->last_mr == mr)
 		s->last_mr = NULL;
+	mr_hash_del(s, mr);
 	mr->pd->refs--;
 	mr->buf->refs--;
 	mr_shm_htab_del(&s->h, mr->handle, MR_SHM_OBJ_MR);
@@ -795,6 +838,7 @@ void mr_shm_session_reclaim(struct mr_shm_session *s)
 		if (mr_release(s, mr) < 0) {
 			s->mrs = mr->next;
 			s->last_mr = NULL;
+			mr_hash_del(s, mr);
 			free(mr);
 		}
 	}

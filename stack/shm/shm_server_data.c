@@ -21,13 +21,10 @@ static struct mr_shm_mr *mr_by_lkey(struct mr_shm_session *s, uint32_t lkey)
 	/* Apps mostly reuse one MR per QP: one compare in the common case. */
 	if (mr != NULL && mr->lkey == lkey)
 		return mr;
-	for (mr = s->mrs; mr != NULL; mr = mr->next) {
-		if (mr->lkey == lkey) {
-			s->last_mr = mr;
-			return mr;
-		}
-	}
-	return NULL;
+	mr = mr_shm_mr_find(s, lkey);
+	if (mr != NULL)
+		s->last_mr = mr;
+	return mr;
 }
 
 /* IBA 10.6.3 / C10-10: an L_Key is valid only for QPs of the MR's PD, and the SGE must lie
@@ -409,6 +406,8 @@ static int drain_rung(struct mr_shm_session *s, const uint32_t *leaf, const uint
 {
 	int work = 0;
 
+	/* After the exchanges, before reading any producer index (shm_abi.h, ordering). */
+	atomic_thread_fence(memory_order_seq_cst);
 	for (int pass = 0; pass < 2; pass++) {
 		for (unsigned int k = 0; k < n; k++) {
 			for (uint64_t y = bits[k]; y != 0; y &= y - 1) {
@@ -445,10 +444,10 @@ static int poll_doorbell(struct mr_shm_session *s)
 
 		if (atomic_load_explicit(&db->sum[w], memory_order_relaxed) == 0)
 			continue;
-		x = atomic_exchange_explicit(&db->sum[w], 0, memory_order_acquire);
+		x = atomic_exchange_explicit(&db->sum[w], 0, memory_order_seq_cst);
 		for (; x != 0; x &= x - 1) {
 			uint32_t l = w * 64 + (uint32_t)__builtin_ctzll(x);
-			uint64_t y = atomic_exchange_explicit(&db->leaf[l], 0, memory_order_acquire);
+			uint64_t y = atomic_exchange_explicit(&db->leaf[l], 0, memory_order_seq_cst);
 
 			if (y == 0)
 				continue;

@@ -36,7 +36,8 @@ struct mr_shm_mr {
 	uint64_t iova, len;
 	uint32_t lkey, rkey;
 	uint32_t access;
-	struct mr_shm_mr *next;   /* session MR list (lkey lookup on the data path) */
+	struct mr_shm_mr *next;   /* session MR list */
+	struct mr_shm_mr *hnext;  /* lkey hash chain (mr_shm_mr_find) */
 };
 
 struct mr_shm_cq {
@@ -99,6 +100,8 @@ struct mr_shm_session {
 	struct mr_shm_srq *srqs;
 	struct mr_shm_mr *mrs;
 	struct mr_shm_mr *last_mr;    /* lkey lookup cache (NULL when that MR goes) */
+	struct mr_shm_mr **mr_hash;   /* lkey -> MR, mr_hash_mask + 1 chains (NULL: walk mrs) */
+	uint32_t mr_hash_mask;
 	struct mrc_doorbell *db;      /* MRC_FEAT_DOORBELL: QPs served when rung; NULL: scanned */
 	struct mr_shm_session *next;
 	struct mr_shm_server *srv;
@@ -120,6 +123,28 @@ struct mr_shm_server {
 	struct mr_shm_session *sessions;
 	struct mr_shm_server_stats st;
 };
+
+static inline uint32_t mr_shm_lkey_hash(uint32_t lkey, uint32_t mask)
+{
+	return ((lkey * 2654435761u) >> 12) & mask;
+}
+
+/* The session's MR with this L_Key, or NULL: O(1) on the data path whatever the number of MRs
+ * (a list walk took 19 % of an engine at 1024 QPs with one MR each). */
+static inline struct mr_shm_mr *mr_shm_mr_find(const struct mr_shm_session *s, uint32_t lkey)
+{
+	struct mr_shm_mr *mr;
+
+	if (s->mr_hash == NULL) {
+		for (mr = s->mrs; mr != NULL && mr->lkey != lkey; mr = mr->next)
+			;
+		return mr;
+	}
+	for (mr = s->mr_hash[mr_shm_lkey_hash(lkey, s->mr_hash_mask)]; mr != NULL &&
+	     mr->lkey != lkey; mr = mr->hnext)
+		;
+	return mr;
+}
 
 /* shm_server_ctl.c: handle one received message; fills resp and the fds to send back.
  * Consumes (closes or keeps) every fd in fds. */

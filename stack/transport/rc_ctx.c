@@ -400,8 +400,13 @@ void mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
 }
 
 /* Pop the first QP of a scheduling list and let it produce one packet; a QP that produced one
- * goes to the tail (round robin), one that had nothing leaves the list until rescheduled. */
-static int rc_serve(struct rc_link *list, bool resp, uint64_t now, struct mr_tx_pkt *out)
+ * goes to the tail (round robin), one that had nothing leaves the list until rescheduled.
+ * Requesters (streak != NULL) keep their turn for up to RC_TX_QUANTUM packets: IBA leaves the
+ * arbitration between send queues to the implementation, and back-to-back packets of one QP
+ * reach the responder in one receive burst, where their ACKs coalesce (rc_resp_ack) instead
+ * of costing one ACK frame per packet when many QPs are busy. */
+static int rc_serve(struct rc_link *list, uint32_t *streak, bool resp, uint64_t now,
+		    struct mr_tx_pkt *out)
 {
 	while (!rc_list_empty(list)) {
 		struct rc_link *l = list->next;
@@ -419,8 +424,16 @@ static int rc_serve(struct rc_link *list, bool resp, uint64_t now, struct mr_tx_
 			n = qp->eng->tx_req(qp, now, out);
 		}
 		rc_timer_update(qp); /* sending arms ACK/RTO/TLP timers and the pacer */
-		if (n > 0) {
+		if (n > 0 && streak != NULL && ++*streak < RC_TX_QUANTUM) {
+			rc_list_add_head(list, l);
+		} else if (n > 0) {
+			if (streak != NULL)
+				*streak = 0;
 			rc_list_add_tail(list, l);
+		} else if (streak != NULL) {
+			*streak = 0;
+		}
+		if (n > 0) {
 			qp->stats.tx_pkts++;
 			qp->stats.tx_bytes += out->paylen;
 			qp->stats.tx_op[rc_op_class(out->hdr.opcode)]++;
@@ -435,9 +448,9 @@ int mr_ctx_tx(struct mr_ctx *ctx, uint64_t now, struct mr_tx_pkt *out)
 	if (ctx == NULL || out == NULL)
 		return -EINVAL;
 	/* Responses first: they free the peer's resources and never depend on our window. */
-	if (rc_serve(&ctx->resp_sched, true, now, out))
+	if (rc_serve(&ctx->resp_sched, NULL, true, now, out))
 		return 1;
-	return rc_serve(&ctx->req_sched, false, now, out);
+	return rc_serve(&ctx->req_sched, &ctx->req_streak, false, now, out);
 }
 
 #ifdef MR_TIMER_AUDIT

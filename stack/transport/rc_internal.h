@@ -33,6 +33,7 @@
 #define RC_RESP_RING (2 * RC_MAX_RD_ATOMIC + 8)
 /* The responder ACKs at least every this many request packets even without AckReq. */
 #define RC_ACK_EVERY 16
+#define RC_TX_QUANTUM 16   /* request packets one QP sends per turn (rc_ctx.c rc_serve) */
 /* A request run that ends without AckReq (its last packet lost) is ACKed after this delay, so a
  * tail loss costs one packet after the ACK timeout instead of the whole unacknowledged run. Far
  * below the smallest local ACK timeout (8.192 us, timeout = 1). */
@@ -59,6 +60,13 @@ static inline void rc_list_add_tail(struct rc_link *h, struct rc_link *l)
 	l->next = h;
 	h->prev->next = l;
 	h->prev = l;
+}
+static inline void rc_list_add_head(struct rc_link *h, struct rc_link *l)
+{
+	l->prev = h;
+	l->next = h->next;
+	h->next->prev = l;
+	h->next = l;
 }
 static inline void rc_list_del(struct rc_link *l)
 {
@@ -102,6 +110,7 @@ struct mr_ctx {
 	uint8_t *mr_tag;            /* next tag (key & 0xff) per slot: stale keys never match */
 	struct rc_link resp_sched;  /* QPs with responses/ACKs queued */
 	struct rc_link req_sched;   /* QPs that may have request packets to send */
+	uint32_t req_streak;        /* packets the head of req_sched sent in a row (rc_serve) */
 	struct rc_timers *tm;       /* armed QPs (allocated: mutable behind a const ctx) */
 	struct rc_link pds, cqs, srqs;
 	struct mr_ctx_stats stats;

@@ -29,7 +29,7 @@ void fake_init(struct fake_backend *fb)
 	fb->port.max_qp_wr = 4096;
 	fb->port.max_cq = FAKE_MAX;
 	fb->port.max_cqe = FAKE_CQ_CAP;
-	fb->port.max_mr = FAKE_MAX;
+	fb->port.max_mr = FAKE_MAX_MR;
 	fb->port.max_pd = FAKE_MAX;
 	fb->port.max_sge = MR_MAX_SGE;
 	fb->port.max_inline_data = 448;
@@ -122,7 +122,7 @@ static int f_reg_mr(void *be, void *pd, void *host, uint64_t iova, uint64_t len,
 	int rc = -ENOMEM;
 
 	fake_lock(fb);
-	if (fb->n_mr < FAKE_MAX) {
+	if (fb->n_mr < FAKE_MAX_MR) {
 		struct fake_mr *m = &fb->mrs[fb->n_mr];
 
 		m->live = true;

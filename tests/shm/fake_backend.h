@@ -17,6 +17,7 @@
 #include "shm/shm_server.h"
 
 #define FAKE_MAX 64
+#define FAKE_MAX_MR 512 /* MRs over a test's life (never reused: distinct keys) */
 #define FAKE_LOG 128
 #define FAKE_CQ_CAP 1024
 
@@ -60,7 +61,7 @@ struct fake_backend {
 	bool exec;                  /* loopback execution of posted WRs */
 	int post_send_rc;           /* forced post_send result when nonzero */
 	struct fake_pd pds[FAKE_MAX];
-	struct fake_mr mrs[FAKE_MAX];
+	struct fake_mr mrs[FAKE_MAX_MR];
 	struct fake_cq *cqs[FAKE_MAX];
 	struct fake_qp qps[FAKE_MAX];
 	unsigned int n_pd, n_mr, n_cq, n_qp;        /* created so far (array fill) */

@@ -1618,6 +1618,52 @@ static void test_doorbell(void **state)
 	env_close(&e);
 }
 
+/* The daemon finds an SGE's MR by L_Key in a per-session hash that grows with the MRs (shm_
+ * server_priv.h mr_shm_mr_find): with 200 MRs (a re-hash at 129), every live L_Key is accepted
+ * whatever the registration order, and deregistered ones are refused (IBA 10.6.3 / C10-10). */
+static void test_many_mrs(void **state)
+{
+	enum { NMR = 200 };
+	struct harness *h = *state;
+	struct mrc_mr *mrs[NMR];
+	struct env e;
+	struct mr_send_wr w;
+	struct mr_wc wc[4];
+	unsigned int want = 0;
+
+	env_open(h, &e, 64, true);
+	for (int i = 0; i < NMR; i++) {
+		mrs[i] = mrc_reg_mr(e.pd, e.buf + (i % 64) * 64, 64, ACC_ALL);
+		assert_non_null(mrs[i]);
+	}
+	for (int i = 0; i < NMR; i += 3)
+		assert_int_equal(mrc_dereg_mr(mrs[i]), 0);
+	memset(&w, 0, sizeof(w));
+	w.opcode = MR_WR_SEND;
+	w.num_sge = 1;
+	for (int i = NMR - 1; i >= 0; i -= 7) {
+		w.wr_id = (uint64_t)i;
+		w.sg_list[0] = (struct mr_sge){ (uint64_t)(uintptr_t)(e.buf + (i % 64) * 64), 64,
+						i % 3 == 0 ? 0 : mrc_mr_lkey(mrs[i]) };
+		if (i % 3 == 0) {
+			/* a stale L_Key: the number it had is no longer any MR's */
+			w.sg_list[0].lkey = 0;
+			assert_int_equal(mrc_post_send(e.qp, &w), 0);
+			assert_int_equal(poll_n(e.cq, wc, 1), 1);
+			assert_int_equal(wc[0].wr_id, (uint64_t)i);
+			assert_int_equal(wc[0].status, MR_WC_LOC_PROT_ERR);
+		} else {
+			assert_int_equal(mrc_post_send(e.qp, &w), 0);
+			want++;
+			assert_true(harness_wait(h, cond_sends, &want, 5000));
+		}
+	}
+	for (int i = 0; i < NMR; i++)
+		if (i % 3 != 0)
+			assert_int_equal(mrc_dereg_mr(mrs[i]), 0);
+	env_close(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1635,6 +1681,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_calls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_server_rejects, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_doorbell, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_many_mrs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_isolation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crash_reclaim, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_close_reclaims, setup, teardown),
