@@ -315,6 +315,7 @@ static bool b_cq_pending(void *bep, void *cq)
 	return mr_cq_count(cq) > 0;
 }
 
+
 static int b_create_qp(void *bep, void *pd, void *send_cq, void *recv_cq,
 		       const struct mr_shm_qp_caps *caps, void **qp, uint32_t *qp_num)
 {
@@ -540,6 +541,12 @@ static int b_post_send(void *bep, void *qp, const struct mr_send_wr *wr)
 	return mr_post_send(((struct be_qp *)qp)->qp, wr);
 }
 
+static uint32_t b_sq_room(void *bep, void *qp)
+{
+	(void)bep;
+	return mr_qp_sq_room(((struct be_qp *)qp)->qp);
+}
+
 static int b_post_recv(void *bep, void *qp, const struct mr_recv_wr *wr)
 {
 	(void)bep;
@@ -576,6 +583,7 @@ static const struct mr_shm_backend_ops be_ops = {
 	.destroy_cq = b_destroy_cq,
 	.poll_cq = b_poll_cq,
 	.cq_pending = b_cq_pending,
+	.sq_room = b_sq_room,
 	.create_qp = b_create_qp,
 	.modify_qp = b_modify_qp,
 	.query_qp = b_query_qp,

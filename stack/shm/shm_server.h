@@ -51,6 +51,9 @@ struct mr_shm_qp_caps {
  * poll_cq: as rc.h mr_cq_poll(); the server never asks for more than the app's ring can hold.
  * cq_pending: whether the CQ holds completions not polled yet (rc.h mr_cq_count() > 0); may be
  *   NULL (then a full ring with an armed CQ always raises the event).
+ * sq_room: how many WRs post_send would take now (rc.h mr_qp_sq_room()); may be NULL. With it
+ *   a full send queue costs the server one call per poll instead of copying and checking the
+ *   next ring entry only to have post_send refuse it.
  * modify_qp/query_qp: attribute values and mask bits are identical to rc.h's mr_qp_attr.
  * query_port may be NULL (the server then reports a port that is down).
  */
@@ -65,6 +68,7 @@ struct mr_shm_backend_ops {
 	int (*destroy_cq)(void *be, void *cq);
 	int (*poll_cq)(void *be, void *cq, int n, struct mr_wc *wc);
 	bool (*cq_pending)(void *be, void *cq);
+	uint32_t (*sq_room)(void *be, void *qp);
 	int (*create_qp)(void *be, void *pd, void *send_cq, void *recv_cq,
 			 const struct mr_shm_qp_caps *caps, void **qp, uint32_t *qp_num);
 	int (*modify_qp)(void *be, void *qp, const struct mrc_qp_attr *attr, uint32_t mask);

@@ -4,6 +4,7 @@
  * before it is validated, and published indices are range-checked.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -135,6 +136,23 @@ static int sqe_to_wr(struct mr_shm_session *s, const struct mr_shm_qp *qp,
 	return 0;
 }
 
+/* The private copy of an SQ entry that everything after reads (the app may rewrite the ring
+ * meanwhile): its 64-byte header, then only the SGEs or inline bytes that header announces, at
+ * most the entry's room: not the whole 512 bytes per WR. sqe_to_wr() refuses counts above the
+ * QP's caps (never above what was copied) and reads no further. */
+static void sqe_copy(struct mrc_sqe *e, const struct mrc_sqe *ring)
+{
+	size_t n;
+
+	memcpy(e, ring, offsetof(struct mrc_sqe, u));
+	if (e->send_flags & MR_SEND_INLINE)
+		n = e->inline_len < MRC_SQE_INLINE_MAX ? e->inline_len : MRC_SQE_INLINE_MAX;
+	else
+		n = (e->num_sge < MRC_SQE_MAX_SGE ? e->num_sge : MRC_SQE_MAX_SGE) *
+		    sizeof(struct mr_sge);
+	memcpy(&e->u, &ring->u, n);
+}
+
 /* Producer side of a CQ ring (the daemon's only producer role). Returns false when full. */
 static bool cq_push(struct mr_shm_cq *cq, const struct mr_wc *wc)
 {
@@ -264,14 +282,17 @@ static int qp_drain_sq(struct mr_shm_session *s, struct mr_shm_qp *qp, bool *mor
 		qp_break(s, qp);
 		return 0;
 	}
+	if (ready > 0 && ops->sq_room != NULL && ops->sq_room(s->srv->be, qp->be) == 0) {
+		*more = true; /* the backend's queue is full: retried on a later poll */
+		return 0;
+	}
 	while (ready > 0 && n < WR_BUDGET) {
 		struct mrc_sqe e;
 		struct mr_send_wr wr;
 		uint8_t inl[MRC_SQE_INLINE_MAX];
 		int st, rc = 0;
 
-		memcpy(&e, mrc_ring_entry(qp->sq, qp->sq_cons, qp->sq_size - 1, sizeof(e)),
-		       sizeof(e));
+		sqe_copy(&e, mrc_ring_entry(qp->sq, qp->sq_cons, qp->sq_size - 1, sizeof(e)));
 		st = sqe_to_wr(s, qp, &e, &wr, inl);
 		if (st == 0) {
 			rc = ops->post_send(s->srv->be, qp->be, &wr);

@@ -145,6 +145,8 @@ enum mr_qp_state mr_qp_state(const struct mr_qp *qp);
  * 8-byte aligned, an RC READ needing more response PSNs than may be outstanding: 2^23 - 1 at
  * the path MTU), -ENOMEM when the queue is full, -EINVAL in a state that forbids posting. */
 int mr_post_send(struct mr_qp *qp, const struct mr_send_wr *wr);
+/* WRs mr_post_send() can take now before its -ENOMEM (0 for NULL). */
+uint32_t mr_qp_sq_room(const struct mr_qp *qp);
 int mr_post_recv(struct mr_qp *qp, const struct mr_recv_wr *wr);
 
 /* ---- shared receive queues (IBA 10.2.9.1, 11.2.3; rc_srq.c) ---- */

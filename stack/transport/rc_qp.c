@@ -454,6 +454,13 @@ static int64_t rc_sge_total(const struct mr_sge *sg, uint32_t n)
 	return sum > RC_MAX_MSG ? -EINVAL : (int64_t)sum;
 }
 
+uint32_t mr_qp_sq_room(const struct mr_qp *qp)
+{
+	if (qp == NULL)
+		return 0;
+	return qp->init.max_send_wr - (qp->sq_tail - qp->sq_head);
+}
+
 int mr_post_send(struct mr_qp *qp, const struct mr_send_wr *wr)
 {
 	struct rc_swqe *w;

@@ -472,6 +472,20 @@ static void exec_wr(struct fake_backend *fb, struct fake_qp *q, const struct mr_
 		cq_put(q->scq, &swc);
 }
 
+/* A refusing backend (post_send_rc -ENOMEM/-EAGAIN: "queue full") has no room, as the real
+ * transport's mr_qp_sq_room() is 0 exactly when its mr_post_send() says -ENOMEM. */
+static uint32_t f_sq_room(void *be, void *qp)
+{
+	struct fake_backend *fb = be;
+	uint32_t room;
+
+	(void)qp;
+	fake_lock(fb);
+	room = fb->post_send_rc == -ENOMEM || fb->post_send_rc == -EAGAIN ? 0 : 1024;
+	fake_unlock(fb);
+	return room;
+}
+
 static int f_post_send(void *be, void *qp, const struct mr_send_wr *wr)
 {
 	struct fake_backend *fb = be;
@@ -527,6 +541,7 @@ const struct mr_shm_backend_ops fake_ops = {
 	.destroy_cq = f_destroy_cq,
 	.poll_cq = f_poll_cq,
 	.cq_pending = f_cq_pending,
+	.sq_room = f_sq_room,
 	.create_qp = f_create_qp,
 	.modify_qp = f_modify_qp,
 	.query_qp = f_query_qp,

@@ -230,8 +230,10 @@ static void test_posting_and_flush(void **state)
 	assert_int_equal(tx.hdr.dqpn, 9);
 	s.wr_id = 3;
 	assert_int_equal(mr_post_send(o.qp, &s), 0);
+	assert_int_equal(mr_qp_sq_room(o.qp), 1);
 	s.wr_id = 4;
 	assert_int_equal(mr_post_send(o.qp, &s), 0);
+	assert_int_equal(mr_qp_sq_room(o.qp), 0); /* what the shm server asks before copying */
 	s.wr_id = 5;
 	assert_int_equal(mr_post_send(o.qp, &s), -ENOMEM); /* max_send_wr = 4 */
 	assert_int_equal(mr_cq_poll(o.cq, 16, wc), 0);
