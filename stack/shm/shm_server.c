@@ -158,6 +158,7 @@ static void session_close(struct mr_shm_server *srv, struct mr_shm_session *s)
 	if (s->db != NULL)
 		munmap(s->db, sizeof(*s->db));
 	free(s->mr_hash);
+	free(s->db_again);
 	free(s);
 	srv->nsessions--;
 	srv->st.sessions_closed++;

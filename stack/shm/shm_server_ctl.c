@@ -90,12 +90,18 @@ static int do_hello(struct mr_shm_session *s, const struct mrc_ctl_req *req,
 	 * served by the scan, and the app, not told DOORBELL, does not ring. */
 	if (req->u.hello.features & MRC_FEAT_DOORBELL) {
 		void *map;
-		int fd = ring_memfd("metaroce-doorbell", sizeof(struct mrc_doorbell), &map);
+		int fd;
 
+		s->db_again = calloc(1, sizeof(*s->db_again));
+		fd = s->db_again != NULL ?
+			ring_memfd("metaroce-doorbell", sizeof(struct mrc_doorbell), &map) : -ENOMEM;
 		if (fd >= 0) {
 			s->db = map;
 			*out_fd = fd;
 			resp->u.hello.features |= MRC_FEAT_DOORBELL;
+		} else {
+			free(s->db_again);
+			s->db_again = NULL;
 		}
 	}
 	return 0;

@@ -421,14 +421,18 @@ static int srq_drain(struct mr_shm_session *s, struct mr_shm_srq *q)
 
 /* Drains the rung QPs of n leaf words (index leaf[k], bits bits[k]): every receive queue first,
  * then the send queues, so that a receive posted before a send is with the backend before the
- * send executes (a loopback SEND finds its receive, as with the scan that came before). */
+ * send executes (a loopback SEND finds its receive, as with the scan that came before). A QP
+ * left with entries (budget, backend queue or CQ full) goes into the session's private retry
+ * map, served on the next poll without touching the shared doorbell. */
 static int drain_rung(struct mr_shm_session *s, const uint32_t *leaf, const uint64_t *bits,
-		      unsigned int n)
+		      unsigned int n, bool shared)
 {
+	struct mr_shm_retry *again = s->db_again;
 	int work = 0;
 
 	/* After the exchanges, before reading any producer index (shm_abi.h, ordering). */
-	atomic_thread_fence(memory_order_seq_cst);
+	if (shared)
+		atomic_thread_fence(memory_order_seq_cst);
 	for (int pass = 0; pass < 2; pass++) {
 		for (unsigned int k = 0; k < n; k++) {
 			for (uint64_t y = bits[k]; y != 0; y &= y - 1) {
@@ -440,47 +444,59 @@ static int drain_rung(struct mr_shm_session *s, const uint32_t *leaf, const uint
 					continue;
 				work += pass == 0 ? qp_drain_rq(s, qp, &more) :
 						    qp_drain_sq(s, qp, &more);
-				if (more)
-					mrc_db_ring(s->db, slot);
+				if (more) {
+					again->leaf[slot / 64] |= 1ull << (slot % 64);
+					again->sum[slot / 4096] |= 1ull << ((slot / 64) % 64);
+				}
 			}
 		}
 	}
 	return work;
 }
 
-/* Serves the QPs the app rang (shm_abi.h, struct mrc_doorbell): the summary words, then only
- * the leaf words and QPs they name. Every index is bounded by the region's fixed layout and
- * resolved through the session's own handle table. */
+/* Serves the QPs the app rang (shm_abi.h, struct mrc_doorbell) and those left to retry: the
+ * summary words, then only the leaf words and QPs they name. Every index is bounded by the
+ * region's fixed layout and resolved through the session's own handle table. */
 static int poll_doorbell(struct mr_shm_session *s)
 {
 	enum { CHUNK = 64 };
 	struct mrc_doorbell *db = s->db;
+	struct mr_shm_retry *again = s->db_again;
 	uint32_t leaf[CHUNK];
 	uint64_t bits[CHUNK];
 	unsigned int n = 0;
+	bool shared = false;
 	int work = 0;
 
 	for (uint32_t w = 0; w < MRC_DB_SLOTS / 4096; w++) {
-		uint64_t x;
+		uint64_t x = again->sum[w];
 
-		if (atomic_load_explicit(&db->sum[w], memory_order_relaxed) == 0)
+		if (atomic_load_explicit(&db->sum[w], memory_order_relaxed) != 0)
+			x |= atomic_exchange_explicit(&db->sum[w], 0, memory_order_seq_cst);
+		if (x == 0)
 			continue;
-		x = atomic_exchange_explicit(&db->sum[w], 0, memory_order_seq_cst);
+		again->sum[w] = 0;
 		for (; x != 0; x &= x - 1) {
 			uint32_t l = w * 64 + (uint32_t)__builtin_ctzll(x);
-			uint64_t y = atomic_exchange_explicit(&db->leaf[l], 0, memory_order_seq_cst);
+			uint64_t y = again->leaf[l];
 
+			again->leaf[l] = 0;
+			if (atomic_load_explicit(&db->leaf[l], memory_order_relaxed) != 0) {
+				y |= atomic_exchange_explicit(&db->leaf[l], 0, memory_order_seq_cst);
+				shared = true;
+			}
 			if (y == 0)
 				continue;
 			leaf[n] = l;
 			bits[n++] = y;
 			if (n == CHUNK) {
-				work += drain_rung(s, leaf, bits, n);
+				work += drain_rung(s, leaf, bits, n, shared);
 				n = 0;
+				shared = false;
 			}
 		}
 	}
-	return work + drain_rung(s, leaf, bits, n);
+	return n > 0 ? work + drain_rung(s, leaf, bits, n, shared) : work;
 }
 
 int mr_shm_session_poll_data(struct mr_shm_session *s)

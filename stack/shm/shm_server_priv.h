@@ -84,6 +84,12 @@ struct mr_shm_qp {
 	struct mr_shm_qp *next;
 };
 
+/* The daemon's own bits for QPs left with entries (shm_server_data.c drain_rung). */
+struct mr_shm_retry {
+	uint64_t sum[MRC_DB_SLOTS / 4096];
+	uint64_t leaf[MRC_DB_SLOTS / 64];
+};
+
 struct mr_shm_session {
 	int sock;
 	uint32_t id;
@@ -103,6 +109,7 @@ struct mr_shm_session {
 	struct mr_shm_mr **mr_hash;   /* lkey -> MR, mr_hash_mask + 1 chains (NULL: walk mrs) */
 	uint32_t mr_hash_mask;
 	struct mrc_doorbell *db;      /* MRC_FEAT_DOORBELL: QPs served when rung; NULL: scanned */
+	struct mr_shm_retry *db_again; /* with db: QPs to serve again (private, same layout) */
 	struct mr_shm_session *next;
 	struct mr_shm_server *srv;
 };

@@ -260,7 +260,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s.cqs = &cq[0];
 	if (use_db) {
 		s.db = aligned_alloc(MRC_CACHE_LINE, sizeof(*s.db));
-		if (s.db == NULL || mr_shm_htab_init(&s.h, 8, (uint16_t)in32()) < 0)
+		s.db_again = calloc(1, sizeof(*s.db_again));
+		if (s.db == NULL || s.db_again == NULL || mr_shm_htab_init(&s.h, 8, (uint16_t)in32()) < 0)
 			die("out of memory");
 		memset(s.db, 0, sizeof(*s.db));
 		/* Objects of other types in the slots around the QPs. */
@@ -350,6 +351,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (use_db) {
 		mr_shm_htab_fini(&s.h);
 		free(s.db);
+		free(s.db_again);
 	}
 	return 0;
 }
