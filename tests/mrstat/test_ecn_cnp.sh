@@ -39,8 +39,17 @@ itl_wait_for 20 sh -c "'$MRSTAT' --sock '$ITL_WORK/a.sock' qp | grep -q RTS" ||
 	itl_fail "mrstat --watch"
 itl_wait_pid "$pc" 90 || itl_fail "mrperf client failed"
 itl_wait_pid "$ps" 90 || itl_fail "mrperf server failed"
-"$MRSTAT" --sock "$ITL_WORK/a.sock" --json > "$ITL_WORK/a.json" || itl_fail "mrstat a"
+# B first, then A once it has handled every CNP B sent: B's last CNPs (for the last marked
+# packets) may still be on their way when the client exits on its final ACK.
 "$MRSTAT" --sock "$ITL_WORK/b.sock" --json > "$ITL_WORK/b.json" || itl_fail "mrstat b"
+cnps=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["port"]["np_cnp_sent"])' \
+	"$ITL_WORK/b.json")
+cnp_seen() {
+	"$MRSTAT" --sock "$ITL_WORK/a.sock" --json > "$ITL_WORK/a.json" &&
+		"$PY" -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["port"]["rx_cnp_pkts"] < int(sys.argv[2]))' \
+			"$ITL_WORK/a.json" "$cnps"
+}
+itl_wait_for 5 cnp_seen || echo "ecn_cnp: A's rx_cnp_pkts below B's np_cnp_sent ($cnps) after 5 s"
 grep -h "65536" "$ITL_WORK/cli.log" | sed "s/^/ecn_cnp: mrperf: /"
 "$PY" - "$ITL_WORK/watch.jsonl" "$ITL_WORK/a.json" "$ITL_WORK/b.json" <<'PY' || itl_fail "ECN checks"
 import json, sys
