@@ -107,9 +107,18 @@ itl_daemon_conf() { # N MTU
 	# the PMD assumes).
 	local ring="framecnt=${ITL_FRAMECNT:-8192}"
 	[ "$mtu" -gt 1500 ] && ring="blocksz=65536,framesz=8192,framecnt=${ITL_FRAMECNT:-4096}"
+	local vdev="net_af_packet0,iface=$ifc,$ring"
+	# ITL_LINK=memif: the daemons are joined by net_memif instead (a is the memif server, b
+	# the client) over a filesystem socket, which crosses namespaces where the PMD's default
+	# abstract socket does not; 4096-slot rings (rsize=12).
+	if [ "${ITL_LINK:-veth}" = memif ]; then
+		local role=server
+		[ "$n" = b ] && role=client
+		vdev="net_memif0,role=$role,id=0,socket=$ITL_WORK/memif.sock,socket-abstract=no,rsize=12"
+	fi
 	cat > "$ITL_WORK/$n.conf" <<CONF
 [port]
-eal_args = --vdev=net_af_packet0,iface=$ifc,$ring
+eal_args = --vdev=$vdev
 ipv4 = $ip
 mtu = $mtu
 [engine]
