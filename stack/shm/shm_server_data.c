@@ -471,7 +471,10 @@ static int poll_doorbell(struct mr_shm_session *s)
 	for (uint32_t w = 0; w < MRC_DB_SLOTS / 4096; w++) {
 		uint64_t x = again->sum[w];
 
-		if (atomic_load_explicit(&db->sum[w], memory_order_relaxed) != 0)
+		/* seq_cst loads too (plain loads on x86): a leaf word skipped on a stale 0
+		 * after its summary bit was taken would never be looked at again, as the app
+		 * does not ring a bit it finds set (shm_abi.h). */
+		if (atomic_load_explicit(&db->sum[w], memory_order_seq_cst) != 0)
 			x |= atomic_exchange_explicit(&db->sum[w], 0, memory_order_seq_cst);
 		if (x == 0)
 			continue;
@@ -481,7 +484,7 @@ static int poll_doorbell(struct mr_shm_session *s)
 			uint64_t y = again->leaf[l];
 
 			again->leaf[l] = 0;
-			if (atomic_load_explicit(&db->leaf[l], memory_order_relaxed) != 0) {
+			if (atomic_load_explicit(&db->leaf[l], memory_order_seq_cst) != 0) {
 				y |= atomic_exchange_explicit(&db->leaf[l], 0, memory_order_seq_cst);
 				shared = true;
 			}
