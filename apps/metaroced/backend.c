@@ -114,6 +114,11 @@ void mr_backend_set_port_up(struct mr_backend *be, bool up)
 	be->port_up = up;
 }
 
+bool mr_backend_port_up(const struct mr_backend *be)
+{
+	return be->port_up;
+}
+
 void mr_backend_set_link_rate(struct mr_backend *be, uint64_t bps)
 {
 	be->link_bps = bps;

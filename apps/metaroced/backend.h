@@ -56,6 +56,8 @@ void mr_backend_destroy(struct mr_backend *be);
 /* The ops table for struct mr_shm_server_params (backend pointer: the struct mr_backend). */
 const struct mr_shm_backend_ops *mr_backend_ops(void);
 void mr_backend_set_port_up(struct mr_backend *be, bool up);
+/* The port state apps see (query_port): the link as the engine last followed it. */
+bool mr_backend_port_up(const struct mr_backend *be);
 #define MR_BACKEND_DEFAULT_LINE_RATE_BPS 10000000000ull
 #define MR_BACKEND_DEFAULT_BASE_RTT_NS 50000ull
 /* The port's link speed in bit/s (0 = unknown): the CC line rate unless conf.line_rate_bps. */

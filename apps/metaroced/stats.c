@@ -105,6 +105,9 @@ void mr_shard_snapshot(struct mr_daemon *d)
 	sn->pcap_dropped = d->pcap != NULL ? mr_pcap_writer_dropped(d->pcap) : 0;
 	memset(&sn->link, 0, sizeof(sn->link));
 	mr_dpdk_port_link(d->port, 0, &sn->link);
+	/* The state is the one apps get from query_port (the engine follows the link every
+	 * 100 ms): `mrstat link` saying ACTIVE while ibv_devinfo says DOWN would mislead. */
+	sn->link.up = mr_backend_port_up(d->be);
 }
 
 void mr_stats_view_build(struct mr_stats_view *v, struct mr_daemon *const *shards,

@@ -74,7 +74,9 @@ static void rc_resp_ack_policy(struct mr_qp *qp, const struct mr_pkt *pkt, uint6
 		qp->resp.since_ack = 0;
 		qp->resp.ack_deadline = UINT64_MAX;
 		rc_resp_ack(qp, MR_AETH_ACK | MR_AETH_CREDIT_INVALID, pkt->hdr.psn);
-	} else if (qp->resp.ack_deadline == UINT64_MAX) {
+	} else {
+		/* Restarted by every packet: it fires after a gap in the run, not within a
+		 * steady stream (there RC_ACK_EVERY paces the ACKs). */
 		qp->resp.ack_deadline = now + RC_DELAYED_ACK_NS;
 	}
 	rc_timer_update(qp);

@@ -85,6 +85,32 @@ static uint16_t csum_fold(uint32_t sum)
 	return (uint16_t)sum;
 }
 
+/* One's complement sum of a 20-byte IPv4 header (RFC 791), as five native 32-bit words: the sum
+ * is byte-order independent (RFC 1071 2.(B)), so its folded value is stored (or compared with
+ * 0xffff) as it is. Unrolled, it replaced a 16-bit loop that was 2 % of a sender's cycles. */
+static uint16_t ipv4_sum(const uint8_t *ip)
+{
+	uint64_t sum = 0;
+	uint32_t w;
+
+	for (unsigned int i = 0; i < IPV4_HLEN; i += 4) {
+		memcpy(&w, ip + i, 4);
+		sum += w;
+	}
+	sum = (sum & 0xffffffffu) + (sum >> 32);
+	sum = (sum & 0xffffu) + (sum >> 16);
+	sum = (sum & 0xffffu) + (sum >> 16);
+	return (uint16_t)((sum & 0xffffu) + (sum >> 16));
+}
+
+/* The header checksum of a header whose checksum field is 0, stored in place. */
+static void ipv4_set_csum(uint8_t *ip)
+{
+	uint16_t c = (uint16_t)~ipv4_sum(ip);
+
+	memcpy(ip + 10, &c, 2);
+}
+
 /* UDP checksum over the pseudo-header (RFC 768 / RFC 8200 8.1) and the datagram; a correct
  * datagram sums to 0xffff. */
 static bool udp_csum_ok(const uint8_t *ip, bool ipv6, const uint8_t *udp, uint32_t ulen)
@@ -223,7 +249,7 @@ enum mr_parse_result mr_frame_parse(const uint8_t *frame, uint32_t len, bool che
 		 * verified without reassembly, which a RoCE receiver does not do. */
 		if (mr_get_be16(ip + 6) & IPV4_MF_OFF_MASK)
 			return MR_PARSE_BAD_IP;
-		if (csum_fold(csum_add(0, ip, iphl)) != 0xffff)
+		if ((iphl == IPV4_HLEN ? ipv4_sum(ip) : csum_fold(csum_add(0, ip, iphl))) != 0xffff)
 			return MR_PARSE_BAD_IP_CSUM;
 		tot = mr_get_be16(ip + 2);
 		if (tot < iphl + UDP_HLEN)
@@ -313,11 +339,22 @@ enum mr_parse_result mr_frame_parse(const uint8_t *frame, uint32_t len, bool che
 	return MR_PARSE_OK;
 }
 
+/* Header lengths are multiples of 4 (IBA 9.2: every header is a whole number of words). Fixed
+ * 4-byte stores: the variable-length memset compiled to rep stos, whose start-up cost was 3 % of
+ * a WRITE sender's cycles (perf, 1 KiB packets). */
+static inline void zero_hdrs(uint8_t *p, uint32_t len)
+{
+	static const uint8_t z[4];
+
+	for (uint32_t i = 0; i < len; i += 4)
+		memcpy(p + i, z, 4);
+}
+
 /* Write BTH and the extension headers at the offsets the table gives. */
 static void encode_hdrs(const struct mr_opcode_info *oi, uint8_t *bth,
 			const struct mr_roce_hdrs *h, uint8_t padcnt)
 {
-	memset(bth, 0, oi->length); /* reserved fields and the CNP's 16 bytes are zero */
+	zero_hdrs(bth, oi->length); /* reserved fields and the CNP's 16 bytes are zero */
 	mr_bth_set_opcode(bth, h->opcode);
 	mr_bth_set_flags(bth, h->se, h->mig, padcnt, 0);
 	mr_bth_set_pkey(bth, h->pkey);
@@ -418,7 +455,7 @@ int mr_frame_build(uint8_t *buf, uint32_t cap, const struct mr_path *path, uint1
 		ip[10] = ip[11] = 0;
 		memcpy(ip + 12, path->sgid + 12, 4);
 		memcpy(ip + 16, path->dgid + 12, 4);
-		mr_put_be16(ip + 10, (uint16_t)~csum_fold(csum_add(0, ip, IPV4_HLEN)));
+		ipv4_set_csum(ip);
 	}
 
 	udp = ip + iphl;
