@@ -72,7 +72,7 @@ static uint32_t wc_opcode_of(uint32_t wr_opcode)
 /* Builds wr from a private copy of an SQ entry. inl receives the inline payload. Returns 0 or
  * the completion status that rejects the WR. */
 static int sqe_to_wr(struct mr_shm_session *s, const struct mr_shm_qp *qp,
-		     const struct mrc_sqe *e, struct mr_send_wr *wr, uint8_t *inl)
+		     const struct mrc_sqe *e, struct mr_send_wr *wr)
 {
 	bool atomic = e->opcode == MR_WR_ATOMIC_CMP_AND_SWP ||
 		      e->opcode == MR_WR_ATOMIC_FETCH_AND_ADD;
@@ -80,7 +80,9 @@ static int sqe_to_wr(struct mr_shm_session *s, const struct mr_shm_qp *qp,
 	uint32_t i;
 	int st;
 
-	memset(wr, 0, sizeof(*wr));
+	/* Every field is set below; of sg_list only the num_sge entries the backend reads (a
+	 * memset of all 336 bytes was 2 % of a sender's cycles at 4 M WRs/s). */
+	wr->num_sge = 0;
 	switch (e->opcode) {
 	case MR_WR_RDMA_WRITE:
 	case MR_WR_RDMA_WRITE_WITH_IMM:
@@ -114,9 +116,10 @@ static int sqe_to_wr(struct mr_shm_session *s, const struct mr_shm_qp *qp,
 			return MR_WC_LOC_QP_OP_ERR;
 		if (e->inline_len > qp->caps.max_inline_data || e->inline_len > MRC_SQE_INLINE_MAX)
 			return MR_WC_LOC_LEN_ERR;
-		memcpy(inl, e->u.inline_data, e->inline_len);
+		/* The private copy e outlives post_send, which copies inline data before it
+		 * returns (mr_post_send). */
 		wr->num_sge = e->inline_len ? 1 : 0;
-		wr->sg_list[0].addr = (uint64_t)(uintptr_t)inl;
+		wr->sg_list[0].addr = (uint64_t)(uintptr_t)e->u.inline_data;
 		wr->sg_list[0].length = e->inline_len;
 		wr->sg_list[0].lkey = 0;
 		return 0;
@@ -150,7 +153,13 @@ static void sqe_copy(struct mrc_sqe *e, const struct mrc_sqe *ring)
 	else
 		n = (e->num_sge < MRC_SQE_MAX_SGE ? e->num_sge : MRC_SQE_MAX_SGE) *
 		    sizeof(struct mr_sge);
-	memcpy(&e->u, &ring->u, n);
+	/* Up to 64 bytes (one SGE .. four, small inline data) as one fixed-size copy: the
+	 * variable-length one compiled to rep movsq, 7 % of a sender's cycles at 4 M WRs/s. */
+	_Static_assert(sizeof(e->u) >= 64, "mrc_sqe.u holds at least 64 bytes");
+	if (n <= 64)
+		memcpy(&e->u, &ring->u, 64);
+	else
+		memcpy(&e->u, &ring->u, n);
 }
 
 /* Producer side of a CQ ring (the daemon's only producer role). Returns false when full. */
@@ -289,11 +298,10 @@ static int qp_drain_sq(struct mr_shm_session *s, struct mr_shm_qp *qp, bool *mor
 	while (ready > 0 && n < WR_BUDGET) {
 		struct mrc_sqe e;
 		struct mr_send_wr wr;
-		uint8_t inl[MRC_SQE_INLINE_MAX];
 		int st, rc = 0;
 
 		sqe_copy(&e, mrc_ring_entry(qp->sq, qp->sq_cons, qp->sq_size - 1, sizeof(e)));
-		st = sqe_to_wr(s, qp, &e, &wr, inl);
+		st = sqe_to_wr(s, qp, &e, &wr);
 		if (st == 0) {
 			rc = ops->post_send(s->srv->be, qp->be, &wr);
 			if (rc == -ENOMEM || rc == -EAGAIN)

@@ -23,7 +23,7 @@ static uint32_t mrt_build(struct mr_qp *qp, uint32_t psn, struct mrt_txe *e, uin
 	uint32_t mtu = mrt_mtu(qp);
 	uint16_t path = mrt_path_pick(qp, now);
 
-	memset(out, 0, sizeof(*out));
+	rc_tx_reset(out);
 	out->path = &qp->attr.path;
 	out->udp_sport = mrt_udp_sport(qp->attr.path.udp_sport, path);
 	h->pkey = 0xffff;

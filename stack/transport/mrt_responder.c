@@ -591,7 +591,7 @@ static void mrt_hdr_common(struct mr_qp *qp, uint64_t now, struct mr_tx_pkt *out
 	const struct mrt_resp *s = &qp->mrt->resp;
 	struct mr_roce_hdrs *h = &out->hdr;
 
-	memset(out, 0, sizeof(*out));
+	rc_tx_reset(out);
 	out->path = &qp->attr.path;
 	h->pkey = 0xffff;
 	h->dqpn = qp->attr.dest_qp_num;

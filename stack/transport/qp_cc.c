@@ -149,7 +149,7 @@ int rc_resp_cnp_tx(struct mr_qp *qp, struct mr_tx_pkt *out)
 	if (!qp->cnp_pending)
 		return 0;
 	qp->cnp_pending = false;
-	memset(out, 0, sizeof(*out));
+	rc_tx_reset(out);
 	out->path = &qp->attr.path;
 	/* A17.9.3: CNP = BTH (opcode 0x81, DestQP of the flow's sender, PSN 0) + 16 reserved
 	 * bytes, which the frame builder adds for this opcode. */

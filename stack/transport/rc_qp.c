@@ -503,7 +503,7 @@ int mr_post_send(struct mr_qp *qp, const struct mr_send_wr *wr)
 		return -ENOMEM;
 
 	w = rc_sq_at(qp, qp->sq_tail);
-	w->wr = *wr;
+	rc_send_wr_copy(&w->wr, wr);
 	w->len = (uint32_t)len;
 	w->psn_valid = false;
 	w->resolved = false;

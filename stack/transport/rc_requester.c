@@ -118,7 +118,7 @@ int rc_req_tx(struct mr_qp *qp, uint64_t now, struct mr_tx_pkt *out)
 		w->psn_valid = true;
 	}
 
-	memset(out, 0, sizeof(*out));
+	rc_tx_reset(out);
 	out->path = &qp->attr.path;
 	h->pkey = 0xffff;
 	h->dqpn = qp->attr.dest_qp_num;

@@ -629,7 +629,7 @@ int rc_resp_tx(struct mr_qp *qp, struct mr_tx_pkt *out)
 	if (qp->resp.ring_count == 0)
 		return 0;
 	e = &qp->resp.ring[qp->resp.ring_head];
-	memset(out, 0, sizeof(*out));
+	rc_tx_reset(out);
 	out->path = &qp->attr.path;
 	h->pkey = 0xffff;
 	h->dqpn = qp->attr.dest_qp_num;

@@ -103,12 +103,18 @@ static uint16_t ipv4_sum(const uint8_t *ip)
 	return (uint16_t)((sum & 0xffffu) + (sum >> 16));
 }
 
-/* The header checksum of a header whose checksum field is 0, stored in place. */
-static void ipv4_set_csum(uint8_t *ip)
+/* The checksum (host order) of the 20-byte header mr_frame_build writes: version 4, IHL 5, DF,
+ * protocol UDP; the same one's complement sum over its ten 16-bit words. */
+static uint16_t ipv4_csum_of(uint8_t tos, uint16_t tot_len, uint16_t id, uint8_t ttl,
+			     const uint8_t src[4], const uint8_t dst[4])
 {
-	uint16_t c = (uint16_t)~ipv4_sum(ip);
+	uint32_t sum = (0x45u << 8 | tos) + tot_len + id + IPV4_DF +
+		       ((uint32_t)ttl << 8 | IPPROTO_UDP_NUM) + mr_get_be16(src) +
+		       mr_get_be16(src + 2) + mr_get_be16(dst) + mr_get_be16(dst + 2);
 
-	memcpy(ip + 10, &c, 2);
+	sum = (sum & 0xffffu) + (sum >> 16);
+	sum = (sum & 0xffffu) + (sum >> 16);
+	return (uint16_t)~sum;
 }
 
 /* UDP checksum over the pseudo-header (RFC 768 / RFC 8200 8.1) and the datagram; a correct
@@ -455,7 +461,10 @@ int mr_frame_build(uint8_t *buf, uint32_t cap, const struct mr_path *path, uint1
 		ip[10] = ip[11] = 0;
 		memcpy(ip + 12, path->sgid + 12, 4);
 		memcpy(ip + 16, path->dgid + 12, 4);
-		ipv4_set_csum(ip);
+		/* RFC 791 header checksum from the values just written, not read back: reading
+		 * bytes stored a moment ago as words stalls on store forwarding. */
+		mr_put_be16(ip + 10, ipv4_csum_of(path->tclass, (uint16_t)(iphl + ulen), ip_id,
+						  path->ttl, path->sgid + 12, path->dgid + 12));
 	}
 
 	udp = ip + iphl;
