@@ -47,7 +47,8 @@
 
 /* Per-queue tx state; each on its own cache line, written only by the owning lcore. */
 struct mr_dpdk_txq {
-	uint16_t n;          /* frames waiting in pend[], oldest first */
+	uint16_t head;       /* pend[head .. head + n) wait, oldest first */
+	uint16_t n;
 	uint16_t burst;      /* a queue of this many is sent at once */
 	uint64_t last_drain; /* TSC of the last drain check that flushed */
 	uint64_t dropped;    /* frames refused because pend[] was full */
@@ -136,10 +137,11 @@ static uint16_t txq_send(struct mr_dpdk_port *p, uint16_t q)
 
 	if (t->n == 0)
 		return 0;
-	sent = rte_eth_tx_burst(p->port_id, q, t->pend, t->n);
-	if (sent > 0 && sent < t->n)
-		memmove(t->pend, t->pend + sent, (size_t)(t->n - sent) * sizeof(t->pend[0]));
+	/* What the PMD does not take stays in place: the head moves, nothing is copied (a
+	 * memmove per partial burst cost up to 8 KiB each with a full backlog). */
+	sent = rte_eth_tx_burst(p->port_id, q, t->pend + t->head, t->n);
 	t->n = (uint16_t)(t->n - sent);
+	t->head = t->n == 0 ? 0 : (uint16_t)(t->head + sent);
 	return sent;
 }
 
@@ -153,7 +155,7 @@ static void free_port(struct mr_dpdk_port *p)
 
 			if (p->started)
 				txq_send(p, q);
-			rte_pktmbuf_free_bulk(t->pend, t->n);
+			rte_pktmbuf_free_bulk(t->pend + t->head, t->n);
 			t->n = 0;
 		}
 		rte_free(p->txq);
@@ -518,7 +520,13 @@ int mr_dpdk_port_tx(struct mr_dpdk_port *port, uint16_t q, struct rte_mbuf *m)
 			return sent;
 		}
 	}
-	t->pend[t->n++] = m;
+	if (unlikely(t->head + t->n == MR_DPDK_TX_BACKLOG)) {
+		/* The tail reached the end with room before the head: one compaction per
+		 * backlog's worth of frames at most. */
+		memmove(t->pend, t->pend + t->head, (size_t)t->n * sizeof(t->pend[0]));
+		t->head = 0;
+	}
+	t->pend[t->head + t->n++] = m;
 	if (t->n >= t->burst)
 		sent += txq_send(port, q);
 	return sent;

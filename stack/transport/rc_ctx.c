@@ -326,7 +326,7 @@ void mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
 {
 	struct mr_qp *qp;
 	uint32_t idx;
-	uint8_t op;
+	uint8_t op, b;
 
 	if (ctx == NULL || pkt == NULL)
 		return;
@@ -362,29 +362,13 @@ void mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
 		qp_cc_on_cnp(qp, now);
 		return;
 	}
-	if (mr_opcode_is_metaroce(op)) {
-		uint8_t b = mr_opcode_base(op);
-
-		/* MetaRoCE only on QPs that negotiated it (docs/metaroce-wire.md). */
-		if (qp->mrt == NULL || (pkt->paylen > 0 && pkt->payload == NULL) ||
-		    pkt->paylen > 4096 || (!rc_is_request(b) && !rc_is_response(b))) {
-			ctx->stats.rx_dropped++;
-			qp->stats.dropped++;
-			return;
-		}
-		qp->stats.rx_pkts++;
-		qp->stats.rx_bytes += pkt->paylen;
-		rc_count_rx(qp, op);
-		if (rc_is_request(b))
-			qp->eng->rx_req(qp, pkt, now);
-		else
-			qp->eng->rx_resp(qp, pkt, now);
-		rc_check_overrun(qp);
-		return;
-	}
-	if (qp->mrt != NULL || (pkt->paylen > 0 && pkt->payload == NULL) || pkt->paylen > 4096 ||
-	    (!rc_is_request(op) && !rc_is_response(op))) {
-		/* Not an RC opcode (IBA 9.6.1.2: transport header checks): drop silently. */
+	/* MetaRoCE opcodes only on QPs that negotiated it (docs/metaroce-wire.md), RC opcodes
+	 * only on the others; anything else is not a transport opcode this QP takes (IBA
+	 * 9.6.1.2: transport header checks): dropped silently. */
+	b = mr_opcode_base(op); /* the RC opcode a MetaRoCE one extends */
+	if ((qp->mrt != NULL) != mr_opcode_is_metaroce(op) ||
+	    (pkt->paylen > 0 && pkt->payload == NULL) || pkt->paylen > 4096 ||
+	    (!rc_is_request(b) && !rc_is_response(b))) {
 		ctx->stats.rx_dropped++;
 		qp->stats.dropped++;
 		return;
@@ -392,7 +376,7 @@ void mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
 	qp->stats.rx_pkts++;
 	qp->stats.rx_bytes += pkt->paylen;
 	rc_count_rx(qp, op);
-	if (rc_is_request(op))
+	if (rc_is_request(b))
 		qp->eng->rx_req(qp, pkt, now);
 	else
 		qp->eng->rx_resp(qp, pkt, now);
@@ -424,21 +408,24 @@ static int rc_serve(struct rc_link *list, uint32_t *streak, bool resp, uint64_t 
 			n = qp->eng->tx_req(qp, now, out);
 		}
 		rc_timer_update(qp); /* sending arms ACK/RTO/TLP timers and the pacer */
-		if (n > 0 && streak != NULL && ++*streak < RC_TX_QUANTUM) {
+		if (n <= 0) { /* nothing to send: off the list until rescheduled */
+			if (streak != NULL)
+				*streak = 0;
+			continue;
+		}
+		/* A requester keeps its turn for up to RC_TX_QUANTUM packets (its ACKs coalesce at
+		 * the responder); then, and for responses after each packet, the next QP's turn. */
+		if (streak != NULL && ++*streak < RC_TX_QUANTUM) {
 			rc_list_add_head(list, l);
-		} else if (n > 0) {
+		} else {
 			if (streak != NULL)
 				*streak = 0;
 			rc_list_add_tail(list, l);
-		} else if (streak != NULL) {
-			*streak = 0;
 		}
-		if (n > 0) {
-			qp->stats.tx_pkts++;
-			qp->stats.tx_bytes += out->paylen;
-			qp->stats.tx_op[rc_op_class(out->hdr.opcode)]++;
-			return 1;
-		}
+		qp->stats.tx_pkts++;
+		qp->stats.tx_bytes += out->paylen;
+		qp->stats.tx_op[rc_op_class(out->hdr.opcode)]++;
+		return 1;
 	}
 	return 0;
 }

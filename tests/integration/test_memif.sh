@@ -24,19 +24,8 @@ itl_ok "a followed its link: $(grep -h "link up" "$ITL_WORK/daemon-a.log" | tail
 itl_mrperf write_bw write_bw -s 65536 -n 2000
 itl_mrperf read_bw read_bw -s 65536 -n 1000
 itl_mrperf send_bw send_bw -s 4096 -n 5000
-mkdir -p "$ITL_WORK/x"
-itl_bg xfer-b "$ITL_XFER" --role b --sock "$ITL_WORK/b.sock" --dir "$ITL_WORK/x" --qps 4 \
-	--sizes 1,4096,65537,1M --iters 2 --timeout 120
-pb=$ITL_BG_PID
-itl_bg xfer-a "$ITL_XFER" --role a --sock "$ITL_WORK/a.sock" --dir "$ITL_WORK/x" --qps 4 \
-	--sizes 1,4096,65537,1M --iters 2 --timeout 120
-pa=$ITL_BG_PID
-itl_wait_pid "$pa" 150 || itl_fail "mr_xfer a failed: exit $?"
-itl_wait_pid "$pb" 150 || itl_fail "mr_xfer b failed: exit $?"
-for r in a b; do
-	grep -q PASS "$ITL_WORK/xfer-$r.log" || itl_fail "mr_xfer $r did not pass"
-done
-itl_ok "mr_xfer: $(grep -h "bytes verified" "$ITL_WORK/xfer-a.log" "$ITL_WORK/xfer-b.log" | tr '\n' ' ')"
+itl_xfer_pair xfer 120 --qps 4 --sizes 1,4096,65537,1M --iters 2
+itl_ok "mr_xfer over 4 QPs passed on both sides"
 for n in a b; do
 	d=$(itl_stat $n tx_buffer_drops)
 	[ "${d:-x}" = 0 ] || itl_fail "daemon $n: tx_buffer_drops=${d:-?}"
