@@ -154,6 +154,7 @@ memif_rate_once() { # SIZE: memif_pingpong blast (client, CPU a) -> sink (server
 	cpu_snap $srv $cli > "$work/s2"
 	wait $cli 2>/dev/null
 	wait $srv 2>/dev/null
+	memif_sink_rc=$?
 	pids=("${pids[@]:0:${#pids[@]}-2}")
 	grep -q '^RESULT pps' "$work/mb-sink-$size.log"
 }
@@ -161,7 +162,12 @@ memif_rate() { # SIZE; a sink that measured nothing (seen 1 run in 50: the pair 
 	# connect in time) is run once more, and said so.
 	local size=$1 sh
 	if ! memif_rate_once "$size"; then
-		echo "  memif $size B: no result ($(grep -v '^RESULT' "$work/mb-sink-$size.log" | tail -1)); once more"
+		# The first attempt's logs are kept (--keep) for a look at why.
+		echo "  memif $size B: no result (sink exit $memif_sink_rc: $(grep -v '^RESULT' \
+			"$work/mb-sink-$size.log" | tail -1); blaster: $(tail -1 \
+			"$work/mb-blast-$size.log")); once more"
+		mv "$work/mb-sink-$size.log" "$work/mb-sink-$size.try1.log"
+		mv "$work/mb-blast-$size.log" "$work/mb-blast-$size.try1.log"
 		if ! memif_rate_once "$size"; then
 			note "memif_$size" "memif sink: $(grep -v '^RESULT' "$work/mb-sink-$size.log" | tail -1)"
 			return
