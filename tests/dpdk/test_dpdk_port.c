@@ -419,6 +419,23 @@ static void test_arp_through_port(void **state)
  * multicast filter falls back gracefully on a PMD without one. */
 /* A full PMD ring: frames wait in the port's tx backlog, in order; only frames queued on a full
  * backlog are dropped (and counted), and the backlog goes out, in order, once the ring drains. */
+/* One rx burst of fill_frame() frames; asserts they carry the sequence numbers first, first + 1,
+ * ... and frees them. Returns how many came. */
+static uint32_t rx_in_order(struct mr_dpdk_port *p, uint32_t first)
+{
+	struct rte_mbuf *rx[BURST];
+	uint16_t n = mr_dpdk_port_rx_burst(p, 0, rx, BURST);
+
+	for (uint16_t i = 0; i < n; i++) {
+		const uint8_t *b = rte_pktmbuf_mtod(rx[i], const uint8_t *);
+
+		assert_int_equal((uint32_t)b[14] << 24 | (uint32_t)b[15] << 16 |
+				 (uint32_t)b[16] << 8 | b[17], first + i);
+		rte_pktmbuf_free(rx[i]);
+	}
+	return n;
+}
+
 /* The tx backlog keeps its order while the PMD takes bursts from its head and new frames join at
  * its tail: every round frees a burst of ring slots, flushes (the head moves) and adds a burst
  * (the tail reaches the array's end: the waiting frames move to its front). Nothing is dropped,
@@ -428,7 +445,6 @@ static void test_backlog_head_moves(void **state)
 	enum { RING = 1024, ROUNDS = 100 };
 	struct mr_dpdk_port *p = open_ring("net_ring9", 1, 0, false);
 	struct mr_dpdk_port_stats st;
-	struct rte_mbuf *rx[BURST];
 	uint32_t next = 0, got = 0, total;
 	uint8_t f[64];
 
@@ -440,15 +456,8 @@ static void test_backlog_head_moves(void **state)
 		assert_true(next < 2 * RING + MR_DPDK_TX_BACKLOG);
 	}
 	for (uint32_t r = 0; r < ROUNDS + RING / BURST; r++) {
-		uint32_t n = mr_dpdk_port_rx_burst(p, 0, rx, BURST);
+		uint32_t n = rx_in_order(p, got);
 
-		for (uint32_t i = 0; i < n; i++) {
-			const uint8_t *b = rte_pktmbuf_mtod(rx[i], const uint8_t *);
-
-			assert_int_equal((uint32_t)b[14] << 24 | (uint32_t)b[15] << 16 |
-					 (uint32_t)b[16] << 8 | b[17], got + i);
-			rte_pktmbuf_free(rx[i]);
-		}
 		got += n;
 		mr_dpdk_port_tx_flush(p, 0);
 		for (uint32_t i = 0; r < ROUNDS && i < n; i++, next++) {
@@ -460,15 +469,8 @@ static void test_backlog_head_moves(void **state)
 	}
 	total = next;
 	for (int spins = 0; spins < 100000 && got < total; spins++) {
-		uint32_t n = mr_dpdk_port_rx_burst(p, 0, rx, BURST);
+		uint32_t n = rx_in_order(p, got);
 
-		for (uint32_t i = 0; i < n; i++) {
-			const uint8_t *b = rte_pktmbuf_mtod(rx[i], const uint8_t *);
-
-			assert_int_equal((uint32_t)b[14] << 24 | (uint32_t)b[15] << 16 |
-					 (uint32_t)b[16] << 8 | b[17], got + i);
-			rte_pktmbuf_free(rx[i]);
-		}
 		got += n;
 		mr_dpdk_port_tx_flush(p, 0);
 	}
@@ -486,7 +488,7 @@ static void test_drops_counted(void **state)
 	struct mr_dpdk_port_conf c;
 	struct mr_dpdk_port *p = open_ring("net_ring7", 1, 0, false);
 	struct mr_dpdk_port_stats st;
-	struct rte_mbuf *rx[BURST], *held[POOL + 1];
+	struct rte_mbuf *held[POOL + 1];
 	static const uint8_t mc[2][6] = { { 0x33, 0x33, 0xff, 0, 0, 1 }, { 0x01, 0, 0x5e, 0, 0, 1 } };
 	static const uint8_t uc[1][6] = { { 0x02, 0, 0, 0, 0, 1 } };
 	uint8_t f[64];
@@ -511,15 +513,7 @@ static void test_drops_counted(void **state)
 	assert_int_equal(st.opackets, sent);
 	/* Drain: every frame that was not dropped arrives, oldest first, none twice. */
 	for (int spins = 0; spins < 100000 && got < N - drops; spins++) {
-		n = mr_dpdk_port_rx_burst(p, 0, rx, BURST);
-		for (uint32_t i = 0; i < n; i++) {
-			const uint8_t *b = rte_pktmbuf_mtod(rx[i], const uint8_t *);
-			uint32_t seq = (uint32_t)b[14] << 24 | (uint32_t)b[15] << 16 |
-				       (uint32_t)b[16] << 8 | b[17];
-
-			assert_int_equal(seq, got + i);
-			rte_pktmbuf_free(rx[i]);
-		}
+		n = rx_in_order(p, got);
 		got += n;
 		mr_dpdk_port_tx_flush(p, 0);
 	}
