@@ -147,8 +147,8 @@ static uint16_t txq_send(struct mr_dpdk_port *p, uint16_t q)
 
 static void free_port(struct mr_dpdk_port *p)
 {
-	if (p->started)
-		rte_eth_dev_stop(p->port_id);
+	/* The backlog goes out (what the PMD takes) while the port still runs: a tx burst on a
+	 * stopped port reaches ethdev's stub, which logs an error and a stack dump. */
 	if (p->txq != NULL) {
 		for (uint16_t q = 0; q < p->nb_queues; q++) {
 			struct mr_dpdk_txq *t = &p->txq[q];
@@ -158,8 +158,10 @@ static void free_port(struct mr_dpdk_port *p)
 			rte_pktmbuf_free_bulk(t->pend + t->head, t->n);
 			t->n = 0;
 		}
-		rte_free(p->txq);
 	}
+	if (p->started)
+		rte_eth_dev_stop(p->port_id);
+	rte_free(p->txq);
 	rte_eth_dev_close(p->port_id);
 	/* The pool goes last: the PMD's rings referenced its mbufs until close. */
 	rte_mempool_free(p->pool);
