@@ -22,7 +22,7 @@ uint64_t mr_cc_tx_time_ns(uint64_t bytes, uint64_t rate_bps)
 		return 0;
 	/* A packet's bytes * 8e9 fits 64 bits: one 64-bit division per packet (the 128-bit one,
 	 * __udivti3, was 1.5 % of a WRITE sender's cycles). 128-bit for multi-GB counts. */
-	if (bytes < (1ull << 30) && rate_bps < (1ull << 63)) /* < 2^63 + 2^63 */
+	if (bytes < (1ull << 30) && rate_bps < (1ull << 63)) /* each term < 2^63: no overflow */
 		return (bytes * 8000000000u + rate_bps - 1) / rate_bps;
 	num = (unsigned __int128)bytes * 8u * 1000000000u;
 	num = (num + rate_bps - 1) / rate_bps;

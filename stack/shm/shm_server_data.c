@@ -69,8 +69,8 @@ static uint32_t wc_opcode_of(uint32_t wr_opcode)
 	}
 }
 
-/* Builds wr from a private copy of an SQ entry. inl receives the inline payload. Returns 0 or
- * the completion status that rejects the WR. */
+/* Builds wr from a private copy of an SQ entry (inline data stays in e, which wr then points
+ * at). Returns 0 or the completion status that rejects the WR. */
 static int sqe_to_wr(struct mr_shm_session *s, const struct mr_shm_qp *qp,
 		     const struct mrc_sqe *e, struct mr_send_wr *wr)
 {

@@ -415,11 +415,6 @@ static void test_arp_through_port(void **state)
 	mr_dpdk_port_close(p);
 }
 
-/* Overload is counted, not crashed on: a tx buffer flushed into a full ring frees and counts
- * what the PMD refused; an exhausted pool fails allocation with ENOBUFS and counts it; the
- * multicast filter falls back gracefully on a PMD without one. */
-/* A full PMD ring: frames wait in the port's tx backlog, in order; only frames queued on a full
- * backlog are dropped (and counted), and the backlog goes out, in order, once the ring drains. */
 /* One rx burst of fill_frame() frames; asserts they carry the sequence numbers first, first + 1,
  * ... and frees them. Returns how many came. */
 static uint32_t rx_in_order(struct mr_dpdk_port *p, uint32_t first)
@@ -511,6 +506,11 @@ static void test_backlog_head_moves(void **state)
 	mr_dpdk_port_close(p);
 }
 
+/* Overload is counted, not crashed on: a tx buffer flushed into a full ring frees and counts
+ * what the PMD refused; an exhausted pool fails allocation with ENOBUFS and counts it; the
+ * multicast filter falls back gracefully on a PMD without one. */
+/* A full PMD ring: frames wait in the port's tx backlog, in order; only frames queued on a full
+ * backlog are dropped (and counted), and the backlog goes out, in order, once the ring drains. */
 static void test_drops_counted(void **state)
 {
 	enum { N = 3000, POOL = 64 };
