@@ -35,4 +35,30 @@ for t in write_bw send_bw read_bw atomic_bw write_lat send_lat read_lat atomic_l
 done
 itl_daemon_stop a
 itl_daemon_stop b
+# The passive side's last reply can still be in flight when the active side ends the run (its
+# clock stops it after a whole round) and destroys its QP: a reply nobody will ACK. b's frames
+# get 10-50 ms of delay here, so b's ACK of the client's last write often overtakes b's reply
+# write: the client ends before that write arrives. The server must then end on the end-of-test
+# exchange, not wait out its retries and fail (RETRY_EXC_ERR, CI of stop 14 on a loaded VM).
+ITL_DAEMON_ARGS="--impair-tx delay=10ms,jitter=40ms,seed=7" itl_daemon_start b
+itl_daemon_start a
+for t in write_lat write_lat write_lat write_lat send_lat; do
+	port=$((port + 1))
+	itl_bg "$t-late-srv" timeout 60 "$ITL_MRPERF" "$t" -D 1 -u "$ITL_ACK_TIMEOUT" -p "$port" \
+		--sock "$ITL_WORK/b.sock"
+	ps=$ITL_BG_PID
+	itl_bg "$t-late-cli" timeout 60 "$ITL_MRPERF" "$t" -D 1 -u "$ITL_ACK_TIMEOUT" -p "$port" \
+		--sock "$ITL_WORK/a.sock" 127.0.0.1
+	pc=$ITL_BG_PID
+	t0=$(date +%s)
+	itl_wait_pid "$pc" 60 || itl_fail "$t -D 1, late replies: client failed"
+	itl_wait_pid "$ps" 60 || itl_fail "$t -D 1, late replies: server failed"
+	el=$(( $(date +%s) - t0 ))
+	[ "$el" -le 5 ] || itl_fail "$t -D 1, late replies: the server took ${el} s to end"
+	n=$(row "$ITL_WORK/$t-late-cli.log")
+	[ -n "$n" ] && [ "$n" -gt 1 ] || itl_fail "$t -D 1, late replies: no result row ($n)"
+	itl_ok "$t -D 1 with b's frames 10-50 ms late: $n iterations, both ended in ${el} s"
+done
+itl_daemon_stop a
+itl_daemon_stop b
 echo "mrperf_duration: PASS"
