@@ -84,7 +84,10 @@ struct mrt_txe {
 	uint16_t path;
 	uint8_t flags;
 	uint8_t rd_npkts;  /* READ chunk: response packets expected */
+	uint32_t tprev, tnext; /* sent-order list (struct mrt_req t_head): ring slots, MRT_NIL */
 };
+
+#define MRT_NIL UINT32_MAX
 
 struct mrt_path {
 	uint64_t cool_until; /* skip this entropy before then */
@@ -108,7 +111,15 @@ struct mrt_req {
 	/* RTT (RFC 6298 estimator on echoed timestamps) */
 	bool have_rtt;
 	uint64_t srtt, rttvar, min_rtt;
-	/* RACK (RFC 8985 6) */
+	/* RACK (RFC 8985 6). Every SENT entry not DONE is on a list in transmission order, a
+	 * resend moving it to the tail (the time-ordered list of RFC 8985 6.2 step 5's "for each
+	 * packet in the reverse order of sending" in Linux tcp_rack_detect_loss): detection
+	 * walks it from the oldest and stops at the first packet sent after the newest
+	 * delivered one, or not yet overdue, so it costs O(packets declared lost + ties) per
+	 * ACK, not a scan of the whole unacknowledged window. rack_walked counts the entries
+	 * visited (tests). */
+	uint32_t t_head, t_tail;
+	uint64_t rack_walked;
 	uint64_t rack_xmit_ts;
 	uint32_t rack_psn;
 	uint64_t rack_rtt;
@@ -216,6 +227,9 @@ void mrt_sb_lost(struct mr_qp *qp, uint32_t psn, uint64_t now);
 /* Undo a loss declaration not acted on yet: psn is in flight again. Returns true if it was LOST. */
 bool mrt_sb_unlost(struct mr_qp *qp, uint32_t psn);
 void mrt_sb_pipe_out(struct mr_qp *qp, struct mrt_txe *e);
+/* e was (re)transmitted at a time no earlier than any entry's on the list: (re)link it at the
+ * tail. */
+void mrt_sb_sent_order(struct mr_qp *qp, struct mrt_txe *e);
 bool mrt_sb_in_flight(const struct mr_qp *qp, uint32_t psn); /* una <= psn < nxt */
 bool mrt_txe_is_rd_atomic(const struct mr_qp *qp, const struct mrt_txe *e);
 /* Responder side: SACK bitmap from the first hole. */

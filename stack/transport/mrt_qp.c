@@ -98,6 +98,7 @@ static void mrt_start(struct mr_qp *qp)
 	r->rnr_left = qp->attr.rnr_retry;
 	r->reo_mult = 1;
 	r->rack_deadline = r->tlp_deadline = r->rto_deadline = UINT64_MAX;
+	r->t_head = r->t_tail = MRT_NIL;
 	mrt_path_init(qp, n);
 	cap = qp->ctx->max_inflight < MRT_WIN - 1 ? qp->ctx->max_inflight : MRT_WIN - 1;
 	/* IRN (Mittal et al., SIGCOMM'18): without congestion control, cap what is in flight at

@@ -108,6 +108,7 @@ static void mrt_sent(struct mr_qp *qp, struct mrt_txe *e, uint64_t now, uint32_t
 	struct mrt_req *r = &qp->mrt->req;
 
 	e->xmit_ts = now;
+	mrt_sb_sent_order(qp, e);
 	e->flags |= MRT_TX_SENT;
 	if (!(e->flags & MRT_TX_PIPE)) {
 		e->flags |= MRT_TX_PIPE;

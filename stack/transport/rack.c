@@ -212,27 +212,41 @@ void mrt_rack_detect(struct mr_qp *qp, uint64_t now)
 	r->rack_deadline = UINT64_MAX;
 	if (!r->rack_valid)
 		return;
-	/* Only PSNs below the highest acknowledged one can have a later-sent packet delivered
-	 * (a resend of a higher PSN is itself found lost by TLP or RTO). */
-	for (uint32_t psn = r->una; psn != r->hi_acked; psn = mr_psn_add(psn, 1)) {
-		struct mrt_txe *e = mrt_sb(qp, psn);
+	/* Oldest transmission first (the sent-order list, mrt_internal.h): a packet sent after
+	 * the newest delivered one is not lost yet (RFC 8985 6.2 step 5), nor is any sent after
+	 * it; the first one not yet overdue gives the earliest deadline, and every later one is
+	 * due later still (the same RTT + reorder window on a later send time). */
+	for (uint32_t i = r->t_head, next; i != MRT_NIL; i = next) {
+		struct mrt_txe *e = &r->sb[i];
+		/* on the list: una <= psn < nxt, less than a ring apart */
+		uint32_t psn = mr_psn_add(r->una, (i - r->una) & (MRT_WIN - 1));
 		uint64_t dl;
 
-		if ((e->flags & (MRT_TX_DONE | MRT_TX_LOST)) || !(e->flags & MRT_TX_SENT))
-			continue;
+		next = e->tnext;
+		r->rack_walked++;
+		/* Sent at the same time (one burst), the higher PSN counts as sent later (RFC
+		 * 8985 6.2, the end sequence breaks ties): within a burst the list holds the
+		 * resends, then new data, in PSN order (mrt_req_tx), so this is also where
+		 * the packets sent after the newest delivered one begin. */
 		if (e->xmit_ts > r->rack_xmit_ts ||
 		    (e->xmit_ts == r->rack_xmit_ts && mr_psn_cmp(psn, r->rack_psn) >= 0))
+			break;
+		if (e->flags & MRT_TX_LOST)
+			continue; /* waiting for its resend */
+		/* Only PSNs below the highest acknowledged one can have a later-sent packet
+		 * delivered (a resend of a higher PSN is itself found lost by TLP or RTO). */
+		if (mr_psn_cmp(psn, r->hi_acked) >= 0)
 			continue;
 		if ((e->flags & MRT_TX_ACKED) &&
 		    (!r->rd_rack_valid || mr_psn_cmp(psn, r->rd_rack_psn) >= 0))
 			continue; /* READ responses still streaming */
 		dl = e->xmit_ts + r->rack_rtt + reo;
-		if (now >= dl) {
-			mrt_sb_lost(qp, psn, now);
-			lost = true;
-		} else if (dl < r->rack_deadline) {
+		if (now < dl) {
 			r->rack_deadline = dl;
+			break;
 		}
+		mrt_sb_lost(qp, psn, now);
+		lost = true;
 	}
 	if (lost) {
 		/* RFC 8985 6.2.4: the widened window persists for 16 loss-recovery rounds (at

@@ -34,6 +34,50 @@ void mrt_sb_pipe_out(struct mr_qp *qp, struct mrt_txe *e)
 	r->pipe_bytes -= mrt_txe_is_rd_atomic(qp, e) ? 0 : e->len;
 }
 
+static uint32_t slot_of(const struct mrt_req *r, const struct mrt_txe *e)
+{
+	return (uint32_t)(e - r->sb);
+}
+
+static void order_unlink(struct mrt_req *r, struct mrt_txe *e)
+{
+	if (e->tprev != MRT_NIL)
+		r->sb[e->tprev].tnext = e->tnext;
+	else
+		r->t_head = e->tnext;
+	if (e->tnext != MRT_NIL)
+		r->sb[e->tnext].tprev = e->tprev;
+	else
+		r->t_tail = e->tprev;
+	e->tprev = e->tnext = MRT_NIL;
+}
+
+void mrt_sb_sent_order(struct mr_qp *qp, struct mrt_txe *e)
+{
+	struct mrt_req *r = &qp->mrt->req;
+	uint32_t i = slot_of(r, e);
+
+	if (e->flags & MRT_TX_DONE)
+		return; /* nothing left to detect: never on the list */
+	if (e->flags & MRT_TX_SENT)
+		order_unlink(r, e); /* a resend: it leaves its old place */
+	e->tprev = r->t_tail;
+	e->tnext = MRT_NIL;
+	if (r->t_tail != MRT_NIL)
+		r->sb[r->t_tail].tnext = i;
+	else
+		r->t_head = i;
+	r->t_tail = i;
+}
+
+/* e becomes DONE: off the sent-order list, where every SENT entry not DONE is. */
+static void mrt_sb_finish(struct mr_qp *qp, struct mrt_txe *e)
+{
+	if ((e->flags & (MRT_TX_SENT | MRT_TX_DONE)) == MRT_TX_SENT)
+		order_unlink(&qp->mrt->req, e);
+	e->flags |= MRT_TX_DONE;
+}
+
 static void mrt_sb_unlose(struct mr_qp *qp, struct mrt_txe *e)
 {
 	if (e->flags & MRT_TX_LOST) {
@@ -74,7 +118,7 @@ bool mrt_sb_ack(struct mr_qp *qp, uint32_t psn, uint32_t echo_ts, uint64_t now, 
 		r->hi_acked = mr_psn_add(psn, 1);
 	if (!mrt_txe_is_rd_atomic(qp, e)) {
 		*bytes += e->len;
-		e->flags |= MRT_TX_DONE;
+		mrt_sb_finish(qp, e);
 		mrt_rack_update(qp, e, psn, now);
 	}
 	return true;
@@ -88,7 +132,8 @@ void mrt_sb_done(struct mr_qp *qp, uint32_t psn, uint64_t now)
 
 	if (e->flags & MRT_TX_DONE)
 		return;
-	e->flags |= MRT_TX_DONE | MRT_TX_ACKED;
+	e->flags |= MRT_TX_ACKED;
+	mrt_sb_finish(qp, e);
 	mrt_sb_unlose(qp, e);
 	mrt_sb_pipe_out(qp, e);
 	if (mr_psn_cmp(psn, r->hi_acked) >= 0)

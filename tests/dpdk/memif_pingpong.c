@@ -264,6 +264,10 @@ int main(int argc, char **argv)
 	eal[ne++] = vdev;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	/* Line-buffered into the bench's log file: the RESULT lines must be on disk before the
+	 * port is closed, where a memif server whose client is still sending has crashed (seen:
+	 * the sink exited 139 with an empty log, its measurement lost in the stdio buffer). */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (rte_eal_init(ne, eal) < 0) {
 		fprintf(stderr, "rte_eal_init: %s\n", rte_strerror(rte_errno));
 		return 1;

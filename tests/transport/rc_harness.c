@@ -196,7 +196,7 @@ void tw_inject(struct tw *w, int to, const struct mr_roce_hdrs *hdr, const void 
 }
 
 /* Take one packet from side `from`; returns false when it had none. */
-static bool tw_step(struct tw *w, int from)
+bool tw_step(struct tw *w, int from)
 {
 	static uint8_t buf[4096];
 	struct mr_tx_pkt tx;

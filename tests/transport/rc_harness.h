@@ -80,6 +80,9 @@ void tw_destroy(struct tw *w);
  * to the next expiry until quiescent (or max_ns of virtual time passed). Returns packets
  * moved. */
 uint32_t tw_pump(struct tw *w, bool timers, uint64_t max_ns);
+/* Move one packet from side `from` to the other, the clock standing still; false if that side
+ * had nothing to send. */
+bool tw_step(struct tw *w, int from);
 /* Hand one crafted packet to side `to`. */
 void tw_inject(struct tw *w, int to, const struct mr_roce_hdrs *hdr, const void *payload,
 	       uint32_t paylen);
