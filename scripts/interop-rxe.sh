@@ -495,34 +495,119 @@ cell_once() { # TOOL ROLE MTU SIZENAME LOSS [VARIANT]; sets CELL_STATUS (PASS, F
 	fi
 	printf '%-5s %-22s %-16s %-10s mtu=%-4s %-5s %-8s %5ss  %s\n' "$status" "$(dut_label)" "$tool" \
 		"$role" "$mtu" "$sname" "$v" "$(mr_rxe_since "$t0")" "$detail"
-	CELL_STATUS=$status
+	CELL_STATUS=$status CELL_DETAIL=$detail CELL_OUTS="$srv_out $cli_out"
 	if [ "$status" = FAIL ]; then
 		sed 's/^/    server| /' "$srv_out" | tail -n 5
 		sed 's/^/    client| /' "$cli_out" | tail -n 5
 	fi
 }
 
+# ---- the rig's own health ---------------------------------------------------------------------
+# A CI run on a loaded host (stop 14) saw every cell from some point on fail on perftest's TCP
+# exchange ("Couldn't connect", both directions) while the guests' agents still answered: the
+# rig had lost its IP path, not the DUT its protocol, and 30 cells x 2 tries x 60 s ran the job
+# to the edge of its time limit. So a failed cell is followed by a check of the rig (each
+# guest's agent, ping both ways over br0, the DUT daemon). A broken rig is described (guest
+# memory, eth0 counters, neighbours, dmesg; the host's br0) and rebuilt (guests rebooted at the
+# current Ethernet MTU, the phase's DUT setup run again) before the cell runs again, at most
+# MR_RXE_MAX_REBUILDS (2) times. MR_RXE_MAX_FAILS_IN_A_ROW (4; 0 = never) cells failing one
+# after another end the run: what follows cannot pass either. The first failure is repeated at
+# the end, since a long log is often read from its tail. MR_RXE_BREAK_AT=CELL_ID breaks the rig
+# (guest eth0 down) right after that cell ran, to test all of this (docs/interop-rxe.md).
+rig_ns=$(mr_rxe_ns "$tag")
+rig_mtu= rig_setup=: rig_rebuilds=0 fails_in_a_row=0 not_run=0 first_fail= first_rig=
+rig_check() { # prints each problem; returns 1 if there is one
+	local g ip bad=0
+	for g in $(seq 1 "$NGUESTS"); do
+		ip=$(mr_rxe_guest_ip "$g")
+		if ! mr_rxe_run "$tag" "$g" 10 true >/dev/null 2>&1; then
+			echo "guest $g: its agent does not answer"; bad=1; continue
+		fi
+		ip netns exec "$rig_ns" busybox ping -c 2 -W 3 -q "$ip" >/dev/null 2>&1 ||
+			{ echo "host ($MR_RXE_ADDR_HOST) -> guest $g ($ip): no ping reply"; bad=1; }
+		mr_rxe_run "$tag" "$g" 15 "ping -c 2 -W 3 -q $MR_RXE_ADDR_HOST" >/dev/null 2>&1 ||
+			{ echo "guest $g ($ip) -> host ($MR_RXE_ADDR_HOST): no ping reply"; bad=1; }
+	done
+	if [ -z "$DUT_GUEST" ] && ! kill -0 "${DUT_DAEMON_PID:-0}" 2>/dev/null; then
+		echo "metaroced (the DUT) is not running: $(tail -n 2 "$logs/metaroced-$rig_mtu.log" 2>/dev/null | tr '\n' ' ')"
+		bad=1
+	fi
+	return $bad
+}
+rig_describe() {
+	local g
+	for g in $(seq 1 "$NGUESTS"); do
+		echo "    guest $g (memory, interface counters, ARP table, dmesg tail, console tail):"
+		mr_rxe_run "$tag" "$g" 15 "free -m | head -n 2; cat /proc/net/dev | grep -e eth0 -e face; cat /proc/net/arp; dmesg | tail -n 8" 2>&1 |
+			sed 's/^/    | /'
+		tail -n 4 "$(mr_rxe_dir "$tag")/g$g.console" 2>/dev/null | sed 's/^/    | /'
+	done
+	echo "    host netns $rig_ns (br0, neighbours):"
+	{ ip -n "$rig_ns" -s link show br0; ip -n "$rig_ns" neigh; } 2>&1 | sed 's/^/    | /'
+}
+rig_rebuild() { # guests rebooted at the phase's Ethernet MTU, then the phase's DUT setup
+	rig_rebuilds=$((rig_rebuilds + 1))
+	dut_teardown
+	mr_rxe_up "$tag" "$NGUESTS" "$(eth_mtu "$rig_mtu")" && $rig_setup
+}
+rig_phase() { # IB-MTU SETUP-COMMAND: what rig_rebuild restores
+	rig_mtu=$1 rig_setup=$2
+}
+
 cell() { # TOOL ROLE MTU SIZENAME LOSS [VARIANT]: one cell, run again on failure up to --retries times
-	local try=0
+	local try=0 why max_rebuilds=${MR_RXE_MAX_REBUILDS:-2} max_fails=${MR_RXE_MAX_FAILS_IN_A_ROW:-4}
+	if [ "$max_fails" -gt 0 ] && [ "$fails_in_a_row" -ge "$max_fails" ]; then
+		not_run=$((not_run + 1)) failed=$((failed + 1))
+		return
+	fi
 	while :; do
 		cell_once "$@"
+		if [ -n "${MR_RXE_BREAK_AT:-}" ] && [ "$CELL_ID" = "$MR_RXE_BREAK_AT" ]; then
+			echo "interop-rxe: MR_RXE_BREAK_AT: guest $PEER's eth0 goes down now"
+			mr_rxe_run "$tag" "$PEER" 10 "ip link set eth0 down" >/dev/null 2>&1
+			MR_RXE_BREAK_AT=
+		fi
 		case "$CELL_STATUS" in
 		SKIP) skipped=$((skipped + 1)); return ;;
 		UNSUP) unsup=$((unsup + 1)); unsup_ids="$unsup_ids $CELL_ID"; return ;;
 		PASS)
-			passed=$((passed + 1))
+			passed=$((passed + 1)) fails_in_a_row=0
 			if [ "$try" -gt 0 ]; then
 				retried=$((retried + 1))
 				retried_ids="$retried_ids $CELL_ID"
 			fi
 			return ;;
 		esac
+		if [ -z "$first_fail" ]; then
+			first_fail="$CELL_ID ($CELL_DETAIL)"
+			local f
+			for f in $CELL_OUTS; do
+				first_fail="$first_fail"$'\n'"$(tail -n 3 "$f" | sed "s/^/    ${f##*.}| /")"
+			done
+		fi
+		if ! why=$(rig_check); then
+			echo "interop-rxe: after $CELL_ID the rig itself is broken:"
+			echo "$why" | sed 's/^/    /'
+			rig_describe
+			[ -n "$first_rig" ] || first_rig="after $CELL_ID: $(echo "$why" | tr '\n' ';')"
+			if [ "$rig_rebuilds" -ge "$max_rebuilds" ]; then
+				echo "interop-rxe: rig rebuilt $rig_rebuilds times already: no more"
+			elif rig_rebuild; then
+				echo "interop-rxe: rig rebuilt ($rig_rebuilds of $max_rebuilds): guests rebooted, DUT set up again; $CELL_ID runs again"
+				continue  # a broken rig's failure is not the cell's: no retry used up
+			else
+				echo "interop-rxe: the rig could not be rebuilt"
+				fails_in_a_row=$max_fails
+			fi
+		fi
 		if [ "$try" -lt "$retries" ]; then
 			try=$((try + 1))
 			echo "     retrying $CELL_ID ($try of $retries)"
 			continue
 		fi
-		failed=$((failed + 1))
+		failed=$((failed + 1)) fails_in_a_row=$((fails_in_a_row + 1))
+		[ "$max_fails" -gt 0 ] && [ "$fails_in_a_row" -eq "$max_fails" ] &&
+			echo "interop-rxe: $max_fails cells failed in a row: the remaining cells are not run (counted failed)"
 		return
 	done
 }
@@ -560,6 +645,7 @@ mr_rxe_up "$tag" "$NGUESTS" "$(eth_mtu "$first_mtu")" || { echo "interop-rxe: gu
 echo "interop-rxe: guests up in ${MR_RXE_BOOT_SECS}s; logs in $logs"
 for mtu in ${mtus//,/ }; do
 	mr_rxe_set_mtu "$tag" "$(eth_mtu "$mtu")" || { echo "interop-rxe: cannot set MTU" >&2; failed=1; exit 1; }
+	rig_phase "$mtu" "dut_setup $mtu"
 	dut_setup "$mtu" || { failed=$((failed + 1)); continue; }
 	for tool in ${tools//,/ }; do
 		for sname in ${sizes//,/ }; do
@@ -584,6 +670,7 @@ for mtu in ${mtus//,/ }; do
 done
 if [[ " $variants " == *" ipv6 "* ]]; then
 	v6mtu=${mtus%%,*}
+	rig_phase "$v6mtu" "ipv6_up $v6mtu"
 	if mr_rxe_set_mtu "$tag" "$(eth_mtu "$v6mtu")" && ipv6_up "$v6mtu"; then
 		for tool in $(variant_tools ipv6 "$full"); do
 			for role in ${roles//,/ }; do
@@ -600,6 +687,7 @@ if [ "$loss" -gt 0 ]; then
 	# Loss cells: IB MTU 1024, many packets. With the DUT as server rxe is the requester (its
 	# go-back-N against the DUT's sequence NAKs and duplicates); as client the DUT is (its
 	# retransmissions against rxe's NAKs, IBA 9.7.5.2.1). The drop rule hits both directions.
+	rig_phase 1024 "dut_setup 1024"
 	if mr_rxe_set_mtu "$tag" 1500 && dut_setup 1024; then
 		for role in ${loss_roles//,/ }; do
 			cell ib_write_bw "$role" 1024 many "$loss"
@@ -621,6 +709,9 @@ if [ -n "$pcap_dir" ] && /usr/bin/python3 -c 'import scapy' 2>/dev/null; then
 	fi
 fi
 [ "$retried" -eq 0 ] || echo "interop-rxe: $retried cell(s) passed only on a retry:$retried_ids"
+[ "$rig_rebuilds" -eq 0 ] || echo "interop-rxe: the rig was rebuilt $rig_rebuilds time(s), first $first_rig"
+[ "$not_run" -eq 0 ] || echo "interop-rxe: $not_run cell(s) not run after ${MR_RXE_MAX_FAILS_IN_A_ROW:-4} failures in a row (counted failed)"
+[ -z "$first_fail" ] || printf 'interop-rxe: the first failure: %s\n' "$first_fail"
 [ "$unsup" -eq 0 ] || echo "interop-rxe: $unsup cell(s) UNSUPPORTED by the DUT (not passed):$unsup_ids"
 echo "interop-rxe: $passed passed, $failed failed$([ $skipped -gt 0 ] && echo ", $skipped skipped")$([ $unsup -gt 0 ] && echo ", $unsup unsupported") in $(mr_rxe_since "$t_all")s"
 [ "$failed" = 0 ]
