@@ -507,7 +507,7 @@ cell_once() { # TOOL ROLE MTU SIZENAME LOSS [VARIANT]; sets CELL_STATUS (PASS, F
 # exchange ("Couldn't connect", both directions) while the guests' agents still answered: the
 # rig had lost its IP path, not the DUT its protocol, and 30 cells x 2 tries x 60 s ran the job
 # to the edge of its time limit. So a failed cell is followed by a check of the rig (each
-# guest's agent, ping both ways over br0, the DUT daemon). A broken rig is described (guest
+# guest's agent, ping both ways over br0; a dead DUT daemon is counted failed and restarted). A broken rig is described (guest
 # memory, eth0 counters, neighbours, dmesg; the host's br0) and rebuilt (guests rebooted at the
 # current Ethernet MTU, the phase's DUT setup run again) before the cell runs again, at most
 # MR_RXE_MAX_REBUILDS (2) times. MR_RXE_MAX_FAILS_IN_A_ROW (4; 0 = never) cells failing one
@@ -515,7 +515,7 @@ cell_once() { # TOOL ROLE MTU SIZENAME LOSS [VARIANT]; sets CELL_STATUS (PASS, F
 # the end, since a long log is often read from its tail. MR_RXE_BREAK_AT=CELL_ID breaks the rig
 # (guest eth0 down) right after that cell ran, to test all of this (docs/interop-rxe.md).
 rig_ns=$(mr_rxe_ns "$tag")
-rig_mtu= rig_setup=: rig_rebuilds=0 fails_in_a_row=0 not_run=0 first_fail= first_rig=
+rig_mtu= rig_setup=: rig_rebuilds=0 fails_in_a_row=0 not_run=0 first_fail= first_rig= dut_deaths=0
 rig_check() { # prints each problem; returns 1 if there is one
 	local g ip bad=0
 	for g in $(seq 1 "$NGUESTS"); do
@@ -528,10 +528,6 @@ rig_check() { # prints each problem; returns 1 if there is one
 		mr_rxe_run "$tag" "$g" 15 "ping -c 2 -W 3 -q $MR_RXE_ADDR_HOST" >/dev/null 2>&1 ||
 			{ echo "guest $g ($ip) -> host ($MR_RXE_ADDR_HOST): no ping reply"; bad=1; }
 	done
-	if [ -z "$DUT_GUEST" ] && ! kill -0 "${DUT_DAEMON_PID:-0}" 2>/dev/null; then
-		echo "metaroced (the DUT) is not running: $(tail -n 2 "$logs/metaroced-$rig_mtu.log" 2>/dev/null | tr '\n' ' ')"
-		bad=1
-	fi
 	return $bad
 }
 rig_describe() {
@@ -584,6 +580,13 @@ cell() { # TOOL ROLE MTU SIZENAME LOSS [VARIANT]: one cell, run again on failure
 			for f in $CELL_OUTS; do
 				first_fail="$first_fail"$'\n'"$(tail -n 3 "$f" | sed "s/^/    ${f##*.}| /")"
 			done
+		fi
+		# A dead daemon is the DUT's failure, never the rig's: counted whatever a retry does.
+		if [ -z "$DUT_GUEST" ] && ! kill -0 "${DUT_DAEMON_PID:-0}" 2>/dev/null; then
+			echo "interop-rxe: metaroced died during $CELL_ID (a failure whatever the retry does); its log ends:"
+			tail -n 8 "$logs/metaroced-$rig_mtu.log" 2>/dev/null | sed 's/^/    | /'
+			dut_deaths=$((dut_deaths + 1)) failed=$((failed + 1))
+			$rig_setup || fails_in_a_row=$max_fails
 		fi
 		if ! why=$(rig_check); then
 			echo "interop-rxe: after $CELL_ID the rig itself is broken:"
@@ -710,6 +713,7 @@ if [ -n "$pcap_dir" ] && /usr/bin/python3 -c 'import scapy' 2>/dev/null; then
 fi
 [ "$retried" -eq 0 ] || echo "interop-rxe: $retried cell(s) passed only on a retry:$retried_ids"
 [ "$rig_rebuilds" -eq 0 ] || echo "interop-rxe: the rig was rebuilt $rig_rebuilds time(s), first $first_rig"
+[ "$dut_deaths" -eq 0 ] || echo "interop-rxe: metaroced died $dut_deaths time(s) (each counted failed)"
 [ "$not_run" -eq 0 ] || echo "interop-rxe: $not_run cell(s) not run after ${MR_RXE_MAX_FAILS_IN_A_ROW:-4} failures in a row (counted failed)"
 [ -z "$first_fail" ] || printf 'interop-rxe: the first failure: %s\n' "$first_fail"
 [ "$unsup" -eq 0 ] || echo "interop-rxe: $unsup cell(s) UNSUPPORTED by the DUT (not passed):$unsup_ids"
