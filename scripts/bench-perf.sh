@@ -5,13 +5,15 @@
 #   2. the raw net_memif ceiling: tests/dpdk/memif_pingpong blast -> sink (a minimal forwarder:
 #      one polling thread per process; dpdk-testpmd's extra busy main lcore halved it here), frames/s
 #      and bytes/s at the frame sizes metaroce sends over memif (82 B = an 8-byte WRITE, 1082 B = a
-#      full IB-MTU-1024 packet, 1514 B = the PMD's largest);
+#      full IB-MTU-1024 packet, 1514 B, 4154 B = a full IB-MTU-4096 packet, in 4352-byte memif
+#      buffers: JUMBO_MTU below);
 #   3. the raw memif ping-pong RTT at 82 B (tests/dpdk/memif_pingpong);
-#   4. one kernel TCP stream over a veth between two namespaces (iperf3, MTU 1500 like memif's
-#      frames) with the CPU time it used, and its 64-byte ping-pong RTT (sockperf);
+#   4. one kernel TCP stream over a veth between two namespaces (iperf3) at MTU 1500 and at
+#      metaroce's jumbo MTU, with the CPU time it used, and its 64-byte ping-pong RTT (sockperf);
 #   5. metaroce between two metaroced over net_memif (one engine lcore each, busy polling, in two
-#      network namespaces, filesystem memif socket): WRITE/READ goodput, 8 B WRITE message rate at
-#      1/16/64 QPs, 8 B write/send ping-pong latency, each with the engine threads' CPU share.
+#      network namespaces, filesystem memif socket): WRITE/READ goodput at IB MTU 4096 (the
+#      largest, port mtu JUMBO_MTU) and 1024 (mtu 1500), 8 B WRITE message rate at 1/16/64 QPs,
+#      8 B write/send ping-pong latency, each with the engine threads' CPU share.
 # Every figure comes with the CPU share of each polling thread (from /proc/PID/task/*/stat) and
 # the ratios are formed from figures of this run only. The machine may be shared: figures are
 # medians of several samples where the tool allows, and reported, never asserted.
@@ -203,17 +205,23 @@ memif_pingpong() { # SIZE
 
 memif_section() {
 	echo "== raw net_memif (tests/dpdk/memif_pingpong blast -> sink, two processes, CPUs $cpu_a/$cpu_b) =="
-	for s in 82 1082 1514; do
+	for s in 82 1082 1514 4154; do
 		memif_rate $s
 	done
 	memif_pingpong 82
 }
 
 # ---- 4. kernel TCP over veth ----
+# The same MTU as metaroce's runs: 1500 (IB MTU 1024), then JUMBO_MTU (IB MTU 4096; key tcpj).
+JUMBO_MTU=4200 JUMBO_BSIZE=4352
 tcp_section() {
-	local a="mr-$tag-a" b="mr-$tag-b" srv
-	echo "== kernel TCP over veth (namespaces, MTU 1500) =="
-	mr_netns_up "$tag" 1500 || { note tcp "no namespaces"; return; }
+	tcp_mtu 1500 tcp
+	tcp_mtu "$JUMBO_MTU" tcpj
+}
+tcp_mtu() { # MTU KEY
+	local a="mr-$tag-a" b="mr-$tag-b" srv mtu=$1 key=$2
+	echo "== kernel TCP over veth (namespaces, MTU $mtu) =="
+	mr_netns_up "$tag" "$mtu" || { note "$key" "no namespaces"; return; }
 	# This section alone gives the kernel addresses (and its offloads back).
 	ip -n "$a" addr add 198.18.77.1/30 dev mrva
 	ip -n "$b" addr add 198.18.77.2/30 dev mrvb
@@ -231,26 +239,28 @@ tcp_section() {
 			> "$work/iperf.json" 2> "$work/iperf.err"
 		wait $srv 2>/dev/null
 		pids=("${pids[@]:0:${#pids[@]}-1}")
-		python3 - "$work/iperf.json" "$res" <<'PY'
+		python3 - "$work/iperf.json" "$res" "$key" <<'PY'
 import json, sys
+key = sys.argv[3]
 try:
     j = json.load(open(sys.argv[1]))
     bps = j["end"]["sum_received"]["bits_per_second"]
     cpu = j["end"]["cpu_utilization_percent"]
     host, remote = cpu["host_total"], cpu["remote_total"]
 except Exception as e:
-    open(sys.argv[2], "a").write('note_tcp "iperf3 gave no result: %s"\n' % e)
+    open(sys.argv[2], "a").write('note_%s "iperf3 gave no result: %s"\n' % (key, e))
     sys.exit(0)
 with open(sys.argv[2], "a") as f:
-    f.write("tcp.bps %d\ntcp.cores %.3f\ntcp.sender_cpu %.1f\ntcp.receiver_cpu %.1f\n" %
-            (bps, (host + remote) / 100, host, remote))
+    f.write("%s.bps %d\n%s.cores %.3f\n%s.sender_cpu %.1f\n%s.receiver_cpu %.1f\n" %
+            (key, bps, key, (host + remote) / 100, key, host, key, remote))
 print("  iperf3 one stream: %.2f Gb/s, sender %.0f%% + receiver %.0f%% of a core (iperf3's own "
       "accounting: process user+system time)" % (bps / 1e9, host, remote))
 PY
 	else
-		note tcp "iperf3 not installed"
+		note "$key" "iperf3 not installed"
 	fi
-	if command -v sockperf >/dev/null; then
+	# The RTT once (64-byte messages do not depend on the MTU).
+	if [ "$key" = tcp ] && command -v sockperf >/dev/null; then
 		ip netns exec "$b" taskset -c "$cpu_b" sockperf sr --tcp -i 198.18.77.2 -p 11111 \
 			> "$work/sockperf-s.log" 2>&1 &
 		srv=$!
@@ -274,7 +284,7 @@ with open(sys.argv[2], "a") as f:
         f.write("tcp.rtt_p50_us %.2f\ntcp.rtt_p99_us %.2f\ntcp.rtt_p999_us %.2f\n" % (p50, p99, p999))
         print("  sockperf TCP ping-pong 64 B: RTT p50 %.1f us, p99 %.1f us, p99.9 %.1f us" % (p50, p99, p999))
 PY
-	else
+	elif [ "$key" = tcp ]; then
 		note tcp_rtt "sockperf not installed"
 	fi
 	mr_netns_down "$tag"
@@ -283,8 +293,9 @@ PY
 # ---- 5. metaroce over net_memif ----
 MR_PORT=$((20000 + $$ % 20000))
 da= db=
-mr_start() {
-	local n role ip lc ns
+mr_start() { # [MTU]: the port's mtu (1500: IB MTU 1024; JUMBO_MTU: 4096 in JUMBO_BSIZE buffers)
+	local n role ip lc ns mtu=${1:-1500} bs=
+	[ "$mtu" -gt 1500 ] && bs=",bsize=$JUMBO_BSIZE"
 	rm -f "$work/memif.sock"
 	# The memif server (b, the mrperf server's side) first: DPDK 22.11's client cannot probe
 	# without it. The sending side (a) is the memif client, as memif_pingpong's blaster is in
@@ -299,9 +310,9 @@ mr_start() {
 		# the default 8192 measured no faster; docs/performance.md).
 		cat > "$work/$n.conf" <<CONF
 [port]
-eal_args = --vdev=net_memif0,role=$role,id=0,socket=$work/memif.sock,socket-abstract=no,rsize=12
+eal_args = --vdev=net_memif0,role=$role,id=0,socket=$work/memif.sock,socket-abstract=no,rsize=12$bs
 ipv4 = $ip
-mtu = 1500
+mtu = $mtu
 [engine]
 lcores = $lc
 idle_sleep_us = 0
@@ -403,6 +414,20 @@ PY
 }
 
 mr_section() {
+	# Bulk transfers at the largest IB MTU the port allows first (4096: mtu JUMBO_MTU), keys
+	# *_mtu4096; then everything at IB MTU 1024 (mtu 1500, the frames of the earlier sessions).
+	echo "== metaroce over net_memif (two metaroced, engine lcores $cpu_a/$cpu_b, IB MTU 4096) =="
+	if mr_start "$JUMBO_MTU"; then
+		mr_pin=cross
+		for s in $BW_SIZES; do
+			mr_run "write_bw_${s}_mtu4096" write_bw -s "$s" -D "$T" -e
+		done
+		mr_run read_bw_65536_mtu4096 read_bw -s 65536 -D "$T" -e
+		mr_pin=
+	else
+		note mr4096 "daemons did not start: $(tail -2 "$work"/daemon-*.log | tr '\n' ' ')"
+	fi
+	mr_stop
 	echo "== metaroce over net_memif (two metaroced, engine lcores $cpu_a/$cpu_b, IB MTU 1024) =="
 	if ! mr_start; then
 		note mr "daemons did not start: $(tail -2 "$work"/daemon-*.log | tr '\n' ' ')"
@@ -485,13 +510,17 @@ top = {
 if top["icrc_vs_rte_net_crc"] is None:
     why["icrc_vs_rte_net_crc"] = "rte_net_crc not measured (EAL did not start)"
 # metaroce vs raw memif and TCP.
-w = g("mr.write_bw_65536_gbps")
-wc = g("mr.write_bw_65536_cores")
-memif_1082 = g("memif.Bps_1082")
-tcp, tcpc = g("tcp.bps"), g("tcp.cores")
-top["write_vs_memif"] = ratio(w * 1e9 / 8 if w else None, memif_1082)
-top["write_vs_tcp"] = ratio(w * 1e9 if w else None, tcp)
-top["write_per_core_vs_tcp"] = (ratio(w * 1e9 / wc, tcp / tcpc) if w and wc and tcp and tcpc else None)
+# The headline goodput ratios are at the largest IB MTU (4096, port mtu 4200) against memif's
+# 4154-byte frames and TCP at the same MTU; the *_1024 twins at IB MTU 1024 / mtu 1500.
+def bw_ratios(sfx, wkey, frame, tcpkey):
+    w, wc = g("mr.%s_gbps" % wkey), g("mr.%s_cores" % wkey)
+    tcp, tcpc = g("%s.bps" % tcpkey), g("%s.cores" % tcpkey)
+    top["write_vs_memif" + sfx] = ratio(w * 1e9 / 8 if w else None, g("memif.Bps_%d" % frame))
+    top["write_vs_tcp" + sfx] = ratio(w * 1e9 if w else None, tcp)
+    top["write_per_core_vs_tcp" + sfx] = (ratio(w * 1e9 / wc, tcp / tcpc)
+                                          if w and wc and tcp and tcpc else None)
+bw_ratios("", "write_bw_65536_mtu4096", 4154, "tcpj")
+bw_ratios("_1024", "write_bw_65536", 1082, "tcp")
 r16 = g("mr.write_rate_8_q16_mpps")
 top["rate_vs_memif"] = ratio(r16 * 1e6 if r16 else None, g("memif.pps_82"))
 # perftest's (and mrperf's) ping-pong latency is half a round trip (RTT / 2 per sample):
@@ -510,7 +539,9 @@ if r64 is None or r1 is None:
     why["qp_scaling_64"] = ("not run with --quick" if quick and r1 is not None else
                            "a 1- or 64-QP run failed (see notes)")
 for k, src in (("write_vs_memif", "write_bw/memif"), ("write_vs_tcp", "write_bw/iperf3"),
-               ("write_per_core_vs_tcp", "write_bw/iperf3 CPU"), ("rate_vs_memif", "rate/memif"),
+               ("write_per_core_vs_tcp", "write_bw/iperf3 CPU"),
+               ("write_vs_memif_1024", "write_bw/memif"), ("write_vs_tcp_1024", "write_bw/iperf3"),
+               ("write_per_core_vs_tcp_1024", "write_bw/iperf3 CPU"), ("rate_vs_memif", "rate/memif"),
                ("latency_vs_memif", "write_lat/memif ping-pong"),
                ("latency_send_events_vs_memif", "send_lat -e/memif ping-pong")):
     if top[k] is None and k not in why:
@@ -522,9 +553,10 @@ out_j["notes"] = notes
 out_j["quick"] = quick
 out_j["definitions"] = {
     "icrc_*": "median over 1024/1518/2048/4096-byte frames of ICRC bytes/s / baseline bytes/s, one core, CPU time",
-    "write_vs_memif": "64 KiB WRITE goodput / raw memif bytes/s at 1082-byte frames (memif_pingpong blast -> sink)",
-    "write_vs_tcp": "64 KiB WRITE goodput / one iperf3 stream goodput (veth, MTU 1500)",
-    "write_per_core_vs_tcp": "(WRITE goodput / engine cores used, both daemons) / (iperf3 goodput / CPU cores used, both ends)",
+    "write_vs_memif": "64 KiB WRITE goodput at IB MTU 4096 (port mtu 4200, memif bsize 4352) / raw memif bytes/s at 4154-byte frames (memif_pingpong blast -> sink)",
+    "write_vs_tcp": "64 KiB WRITE goodput at IB MTU 4096 / one iperf3 stream goodput (veth, MTU 4200)",
+    "write_per_core_vs_tcp": "(WRITE goodput at IB MTU 4096 / engine cores used, both daemons) / (iperf3 goodput at MTU 4200 / CPU cores used, both ends)",
+    "write_*_1024": "the same at IB MTU 1024: port mtu 1500, memif 1082-byte frames, iperf3 at MTU 1500",
     "rate_vs_memif": "8 B WRITE messages/s at 16 QPs / raw memif frames/s at 82 B",
     "latency_vs_memif": "8 B write ping-pong round trip p50 (2 x perftest's one-way t_typical; apps poll with --yield: 4 pollers on the machine's CPUs) / raw memif 82-byte ping-pong RTT p50 (lower is better)",
     "latency_send_events_vs_memif": "8 B send ping-pong round trip p50 (2 x t_typical) with -e (apps sleep on CQ events) / raw memif 82-byte ping-pong RTT p50",
@@ -534,7 +566,8 @@ out_j["definitions"] = {
 print()
 print("%-26s %s" % ("ratio", "value"))
 for k in ("icrc_vs_memcpy", "icrc_vs_rte_net_crc", "icrc_vs_rte_net_crc_default", "icrc_vs_table",
-          "write_vs_memif", "write_vs_tcp", "write_per_core_vs_tcp", "rate_vs_memif",
+          "write_vs_memif", "write_vs_tcp", "write_per_core_vs_tcp", "write_vs_memif_1024",
+          "write_vs_tcp_1024", "write_per_core_vs_tcp_1024", "rate_vs_memif",
           "latency_vs_memif", "latency_send_events_vs_memif", "qp_scaling", "qp_scaling_64"):
     print("%-26s %s%s" % (k, top[k], "" if top[k] is not None else "   (" + why.get(k, "?") + ")"))
 for k, n in notes.items():

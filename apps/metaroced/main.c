@@ -233,10 +233,11 @@ static int setup_io(struct mr_daemon *d, unsigned int nshards)
 	d->max_frame = mr_dpdk_port_max_frame(d->port);
 	/* The largest RoCE frame (A17.4.1: IB MTU payload + IP/UDP/BTH/RETH/ImmDt/ICRC, the 84
 	 * bytes mr_config_ib_mtu counts, + Ethernet and a VLAN tag) must fit the port's frame
-	 * (af_packet: its ring slot, which may be smaller than port.mtu allows). */
+	 * (af_packet: its ring slot, memif: its buffer, which may be smaller than port.mtu
+	 * allows). */
 	if (c->ib_mtu + 84 + 14 + (c->vlan ? 4 : 0) > d->max_frame) {
 		mr_log(MR_LOG_ERR, "port %u: frames of IB MTU %u (port.mtu %u) do not fit the "
-		       "port's %u-byte frames (net_af_packet: raise framesz)", c->port_id,
+		       "port's %u-byte frames (net_af_packet: raise framesz; net_memif: raise bsize)", c->port_id,
 		       c->ib_mtu, c->mtu, d->max_frame);
 		return -EINVAL;
 	}

@@ -42,6 +42,8 @@
 /* net_af_packet (TPACKET_V2): a ring frame of framesz bytes carries the tpacket2_hdr and the
  * sockaddr_ll before the data; framesz defaults to 2048 in the PMD. */
 #define AFP_DRIVER "net_af_packet"
+#define MEMIF_DRIVER "net_memif"
+#define MEMIF_DEF_BSIZE 2048u /* ETH_MEMIF_DEFAULT_PKT_BUFFER_SIZE */
 #define AFP_DEF_FRAMESZ 2048u
 #define AFP_FRAME_HDR ((uint32_t)(TPACKET2_HDRLEN - sizeof(struct sockaddr_ll)))
 
@@ -59,10 +61,11 @@ struct mr_dpdk_port {
 	uint16_t port_id;
 	uint16_t nb_queues;
 	uint16_t mtu;
-	uint16_t eth_mtu;    /* MTU given to ethdev: mtu, or clamped for af_packet (see below) */
+	uint16_t eth_mtu;    /* MTU given to ethdev: mtu, or clamped for af_packet and memif (soft_mtu) */
 	uint32_t caps;
 	uint32_t max_frame;
-	uint32_t pmd_frame;  /* af_packet: largest frame one ring slot holds; 0 = not af_packet */
+	uint32_t pmd_frame;  /* af_packet's ring slot, memif's buffer: its largest frame; 0 = other */
+	bool afp;
 	uint64_t drain_tsc;
 	uint64_t alloc_fail; /* any lcore: updated atomically */
 	bool started;
@@ -95,7 +98,8 @@ static int create_pool(struct mr_dpdk_port *p, const struct mr_dpdk_port_conf *c
 	uint32_t room = RTE_MAX(frame, (uint32_t)RTE_MBUF_DEFAULT_DATAROOM);
 	uint32_t n = c->nb_mbufs;
 
-	/* af_packet refuses an rx queue whose mbufs are smaller than its ring slot. */
+	/* af_packet refuses an rx queue whose mbufs are smaller than its ring slot (and a memif
+	 * buffer's frame then fits one mbuf too). */
 	if (p->pmd_frame != 0)
 		room = RTE_MAX(room, p->pmd_frame);
 
@@ -168,48 +172,65 @@ static void free_port(struct mr_dpdk_port *p)
 	free(p);
 }
 
-/* af_packet's ring slot size from its devargs (framesz=N), or the PMD's default. */
-static uint32_t afp_framesz(const struct rte_eth_dev_info *info)
+/* A numeric devarg of the port (af_packet's framesz=N, memif's bsize=N), or def. */
+static uint32_t devarg_u32(const struct rte_eth_dev_info *info, const char *key, uint32_t def)
 {
 	const struct rte_devargs *da = info->device != NULL ? rte_dev_devargs(info->device) : NULL;
 	struct rte_kvargs *kv;
 	const char *v;
-	uint32_t fs = AFP_DEF_FRAMESZ;
+	uint32_t x = def;
 
 	if (da == NULL || da->args == NULL || da->args[0] == '\0')
-		return fs;
+		return x;
 	kv = rte_kvargs_parse(da->args, NULL);
 	if (kv == NULL)
-		return fs;
-	v = rte_kvargs_get(kv, "framesz");
+		return x;
+	v = rte_kvargs_get(kv, key);
 	if (v != NULL) {
 		char *end;
-		unsigned long x = strtoul(v, &end, 0);
+		unsigned long n = strtoul(v, &end, 0);
 
-		if (*end == '\0' && x > AFP_FRAME_HDR && x <= UINT16_MAX + 1ul)
-			fs = (uint32_t)x;
+		if (*end == '\0' && n <= UINT16_MAX + 1ul)
+			x = (uint32_t)n;
 	}
 	rte_kvargs_free(kv);
-	return fs;
+	return x;
 }
 
-/* What ethdev is told for an MTU on this port. DPDK 22.11's net_af_packet reports a fixed
- * max_rx_pktlen of 1518 whatever its ring holds, so rte_eth_dev_configure() refuses jumbo MTUs
- * although the socket passes any frame up to its ring slot (framesz devarg minus the tpacket2
- * header) and the kernel interface's MTU. For af_packet the real limits are used instead:
- * ethdev gets the largest MTU it accepts, the interface MTU is set by us (as the PMD's mtu_set
- * would), and the port's max frame is the ring slot (mr_dpdk_port_max_frame(); a longer frame
- * arrives truncated and fails the parser, so the caller checks that its largest frame, e.g.
- * IB MTU 4096's, fits). Other PMDs get mtu as is, and refuse what they cannot do. -EINVAL if
- * the slot cannot even hold a minimal frame. */
-static int afp_mtu(struct mr_dpdk_port *p, const struct rte_eth_dev_info *info)
+/* What ethdev is told for an MTU on this port. DPDK 22.11's net_af_packet and net_memif report
+ * a fixed max_rx_pktlen of 1518 whatever they carry, so rte_eth_dev_configure() refuses jumbo
+ * MTUs although
+ * - af_packet's socket passes any frame up to its ring slot (framesz devarg minus the tpacket2
+ *   header) and the kernel interface's MTU;
+ * - memif has no MTU state: a frame up to one descriptor buffer (bsize devarg, 2048 by default)
+ *   crosses as one descriptor, and its rx copies it into one mbuf of the pool's data room
+ *   (create_pool() sizes the room from mtu). Longer frames it would chain over several
+ *   descriptors, but 22.11's tx leaves a stale "next" flag on a reused descriptor (fixed
+ *   upstream in 2026, f7a52200d4 "net/memif: fix descriptor Tx flags corruption"), which glues
+ *   unrelated frames together (seen here as 1.3 M "unknown QP" drops at IB MTU 4096): so bsize
+ *   is this port's frame limit, as the slot is af_packet's.
+ * For these two ethdev gets the largest MTU it accepts; for af_packet the interface MTU is set
+ * by us (as the PMD's mtu_set would). The port's max frame is the slot or buffer
+ * (mr_dpdk_port_max_frame(); the caller checks that its largest frame, e.g. IB MTU 4096's,
+ * fits). Other PMDs get mtu as is, and refuse what they cannot do. -EINVAL if a slot or buffer
+ * cannot even hold a minimal frame. */
+static int soft_mtu(struct mr_dpdk_port *p, const struct rte_eth_dev_info *info)
 {
 	uint32_t dev_max = info->max_mtu;
+	bool memif;
 
 	p->eth_mtu = p->mtu;
-	if (info->driver_name == NULL || strcmp(info->driver_name, AFP_DRIVER) != 0)
+	p->afp = info->driver_name != NULL && strcmp(info->driver_name, AFP_DRIVER) == 0;
+	memif = info->driver_name != NULL && strcmp(info->driver_name, MEMIF_DRIVER) == 0;
+	if (!p->afp && !memif)
 		return 0;
-	p->pmd_frame = afp_framesz(info) - AFP_FRAME_HDR;
+	if (p->afp) {
+		uint32_t fs = devarg_u32(info, "framesz", AFP_DEF_FRAMESZ);
+
+		p->pmd_frame = fs > AFP_FRAME_HDR ? fs - AFP_FRAME_HDR : 0;
+	} else {
+		p->pmd_frame = devarg_u32(info, "bsize", MEMIF_DEF_BSIZE);
+	}
 	if (p->pmd_frame < RTE_ETHER_MIN_LEN + RTE_VLAN_HLEN)
 		return -EINVAL;
 	if (info->max_rx_pktlen > RTE_ETHER_HDR_LEN + RTE_ETHER_CRC_LEN)
@@ -279,8 +300,8 @@ static int configure(struct mr_dpdk_port *p, const struct mr_dpdk_port_conf *c,
 	rc = rte_eth_dev_adjust_nb_rx_tx_desc(p->port_id, nb_rxd, nb_txd);
 	if (rc < 0)
 		return rc;
-	if (p->eth_mtu != p->mtu) /* af_packet jumbo: the kernel interface MTU, see afp_mtu() */
-		return afp_set_if_mtu(info, p->mtu);
+	if (p->eth_mtu != p->mtu) /* jumbo on af_packet (its interface MTU) or memif, soft_mtu() */
+		return p->afp ? afp_set_if_mtu(info, p->mtu) : 0;
 	rc = rte_eth_dev_set_mtu(p->port_id, p->mtu);
 	if (rc == 0)
 		p->caps |= MR_DPDK_CAP_MTU_SET;
@@ -383,7 +404,7 @@ struct mr_dpdk_port *mr_dpdk_port_open(const struct mr_dpdk_port_conf *c)
 	if (socket < 0)
 		socket = (int)rte_socket_id();
 
-	rc = afp_mtu(p, &info);
+	rc = soft_mtu(p, &info);
 	/* Any other PMD must take the MTU as is. */
 	if (rc == 0 && p->eth_mtu == p->mtu && p->mtu > info.max_mtu)
 		rc = -EINVAL;

@@ -110,11 +110,13 @@ itl_daemon_conf() { # N MTU
 	local vdev="net_af_packet0,iface=$ifc,$ring"
 	# ITL_LINK=memif: the daemons are joined by net_memif instead (a is the memif server, b
 	# the client) over a filesystem socket, which crosses namespaces where the PMD's default
-	# abstract socket does not; 4096-slot rings (rsize=12).
+	# abstract socket does not; 4096-slot rings (rsize=12). Jumbo MTUs need buffers that hold
+	# a whole frame (bsize; ITL_MEMIF_BSIZE overrides): drivers/dpdk/dpdk_port.c soft_mtu.
 	if [ "${ITL_LINK:-veth}" = memif ]; then
-		local role=server
+		local role=server bs=${ITL_MEMIF_BSIZE:-}
 		[ "$n" = b ] && role=client
-		vdev="net_memif0,role=$role,id=0,socket=$ITL_WORK/memif.sock,socket-abstract=no,rsize=12"
+		[ -n "$bs" ] || { [ "$mtu" -gt 1500 ] && bs=9216; }
+		vdev="net_memif0,role=$role,id=0,socket=$ITL_WORK/memif.sock,socket-abstract=no,rsize=12${bs:+,bsize=$bs}"
 	fi
 	cat > "$ITL_WORK/$n.conf" <<CONF
 [port]
