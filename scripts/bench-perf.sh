@@ -413,16 +413,20 @@ print("  %-14s %s; engine cores %s (%s)" % (key, line, cores, threads.strip()))
 PY
 }
 
+mr_bulk() { # KEY-SUFFIX: WRITE at every BW_SIZES size and READ 64 KiB, apps asleep on events
+	local s
+	for s in $BW_SIZES; do
+		mr_run "write_bw_$s$1" write_bw -s "$s" -D "$T" -e
+	done
+	mr_run "read_bw_65536$1" read_bw -s 65536 -D "$T" -e
+}
 mr_section() {
 	# Bulk transfers at the largest IB MTU the port allows first (4096: mtu JUMBO_MTU), keys
 	# *_mtu4096; then everything at IB MTU 1024 (mtu 1500, the frames of the earlier sessions).
 	echo "== metaroce over net_memif (two metaroced, engine lcores $cpu_a/$cpu_b, IB MTU 4096) =="
 	if mr_start "$JUMBO_MTU"; then
 		mr_pin=cross
-		for s in $BW_SIZES; do
-			mr_run "write_bw_${s}_mtu4096" write_bw -s "$s" -D "$T" -e
-		done
-		mr_run read_bw_65536_mtu4096 read_bw -s 65536 -D "$T" -e
+		mr_bulk _mtu4096
 		mr_pin=
 	else
 		note mr4096 "daemons did not start: $(tail -2 "$work"/daemon-*.log | tr '\n' ' ')"
@@ -443,10 +447,7 @@ mr_section() {
 	# the scheduler, they often shared one (2026-12-02, same run: 8 B rate at 16 QPs 4.12 ->
 	# 4.92 M/s, write_lat p50 3.2 -> 2.5 us; bandwidth with -e unchanged).
 	mr_pin=cross
-	for s in $BW_SIZES; do
-		mr_run "write_bw_$s" write_bw -s "$s" -D "$T" -e
-	done
-	mr_run read_bw_65536 read_bw -s 65536 -D "$T" -e
+	mr_bulk ""
 	for q in 1 16 64; do
 		[ $quick = 1 ] && [ $q = 64 ] && continue
 		mr_run "write_rate_8_q$q" write_bw -s 8 -q $q -t 128 -D "$T" --yield

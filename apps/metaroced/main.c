@@ -237,8 +237,8 @@ static int setup_io(struct mr_daemon *d, unsigned int nshards)
 	 * allows). */
 	if (c->ib_mtu + 84 + 14 + (c->vlan ? 4 : 0) > d->max_frame) {
 		mr_log(MR_LOG_ERR, "port %u: frames of IB MTU %u (port.mtu %u) do not fit the "
-		       "port's %u-byte frames (net_af_packet: raise framesz; net_memif: raise bsize)", c->port_id,
-		       c->ib_mtu, c->mtu, d->max_frame);
+		       "port's %u-byte frames (net_af_packet: raise framesz; net_memif: raise "
+		       "bsize)", c->port_id, c->ib_mtu, c->mtu, d->max_frame);
 		return -EINVAL;
 	}
 	d->txpool = rte_pktmbuf_pool_create("mrd_tx", TXPOOL_SIZE, TXPOOL_CACHE, 0,

@@ -42,10 +42,11 @@
 /* net_af_packet (TPACKET_V2): a ring frame of framesz bytes carries the tpacket2_hdr and the
  * sockaddr_ll before the data; framesz defaults to 2048 in the PMD. */
 #define AFP_DRIVER "net_af_packet"
-#define MEMIF_DRIVER "net_memif"
-#define MEMIF_DEF_BSIZE 2048u /* ETH_MEMIF_DEFAULT_PKT_BUFFER_SIZE */
 #define AFP_DEF_FRAMESZ 2048u
 #define AFP_FRAME_HDR ((uint32_t)(TPACKET2_HDRLEN - sizeof(struct sockaddr_ll)))
+/* net_memif: a frame must fit one buffer of bsize bytes (soft_mtu). */
+#define MEMIF_DRIVER "net_memif"
+#define MEMIF_DEF_BSIZE 2048u /* the PMD's ETH_MEMIF_DEFAULT_PKT_BUFFER_SIZE */
 
 /* Per-queue tx state; each on its own cache line, written only by the owning lcore. */
 struct mr_dpdk_txq {
@@ -61,11 +62,11 @@ struct mr_dpdk_port {
 	uint16_t port_id;
 	uint16_t nb_queues;
 	uint16_t mtu;
-	uint16_t eth_mtu;    /* MTU given to ethdev: mtu, or clamped for af_packet and memif (soft_mtu) */
+	uint16_t eth_mtu;    /* MTU given to ethdev: mtu, or clamped (af_packet, memif: soft_mtu) */
 	uint32_t caps;
 	uint32_t max_frame;
 	uint32_t pmd_frame;  /* af_packet's ring slot, memif's buffer: its largest frame; 0 = other */
-	bool afp;
+	bool afp;            /* net_af_packet: we set the kernel interface's MTU */
 	uint64_t drain_tsc;
 	uint64_t alloc_fail; /* any lcore: updated atomically */
 	bool started;

@@ -443,8 +443,8 @@ static void test_sack_opens_window_for_lost(void **state)
  * running loss detection over the PSNs between the cumulative and the highest acknowledged
  * one. A scan of that range visited 139 199 entries over the 1150 ACKs here (session 7, before
  * the list: 121 per ACK, the SACK bitmap's 128-PSN reach); the list visits the hole and stops
- * at the first packet sent after the newest delivered one: one per ACK. Then the clock runs: RACK declares the hole, one
- * selective resend, no timeout, the data intact. */
+ * at the first packet sent after the newest delivered one: one per ACK. Then the clock runs:
+ * RACK declares the hole, one selective resend, no timeout, the data intact. */
 static void test_rack_walk_bounded(void **state)
 {
 	struct tw_cfg c;
