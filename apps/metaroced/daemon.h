@@ -197,7 +197,38 @@ struct mr_daemon {
 uint64_t mr_now_ns(void);
 
 /* engine.c: run until *d->stop. Returns 0. */
+/* One engine loop's own state (engine.c): the daemon's lcores run mr_engine_run, which adds
+ * the idle back-off; an embedded engine (embed.c) calls mr_engine_iter from the app's thread. */
+struct mr_engine_loop {
+	uint64_t next_link, next_stats, prev;
+	uint32_t link_seen, ctl_count;
+	unsigned int idle;          /* iterations without work in a row, at most MR_IDLE_SPINS */
+};
+void mr_engine_loop_init(struct mr_daemon *d, struct mr_engine_loop *l);
+/* One iteration (rx, shm control and data, timers, neighbours, impairment, tx); returns the
+ * work it did (0: idle). */
+unsigned int mr_engine_iter(struct mr_daemon *d, struct mr_engine_loop *l);
+/* Its two halves: the receive side (port bursts, or the shard's ring), then the rest (shm,
+ * timers, neighbours, impairment, tx), which counts the first half's work in its return
+ * value and the loop's idle state. An embedded engine returns to its app between the two
+ * when the first placed data (embed.c). */
+unsigned int mr_engine_iter_rx(struct mr_daemon *d, uint64_t now);
+unsigned int mr_engine_iter_rest(struct mr_daemon *d, struct mr_engine_loop *l, uint64_t now,
+				 unsigned int work);
 int mr_engine_run(struct mr_daemon *d);
+
+/* The process's daemon (daemon.c). mrd_start parses the command line (getopt: -c FILE ...),
+ * starts EAL, the port, the shards and the control thread: 0 when ready, -1 after --help, else
+ * the exit status (2: usage or configuration, named on stderr; 1: start-up failed, already torn
+ * down). Then shard 0's loop runs (mr_engine_run on mrd_shard0(), or embed.c's iterations),
+ * mrd_join() stops the rest and mrd_finish() prints the statistics and tears everything down.
+ * embedded: no signal handlers, one shard only, messages on stderr (the app's stdout is its). */
+int mrd_start(int argc, char **argv, bool embedded);
+struct mr_daemon *mrd_shard0(void);
+const char *mrd_sock_path(void);
+void mrd_request_stop(void);
+int mrd_join(void);
+int mrd_finish(int ret);
 /* engine_rx.c: one received frame (ARP/ND -> neighbour module, RoCE -> transport). */
 void mr_engine_rx_frame(struct mr_daemon *d, const uint8_t *frame, uint32_t len, uint64_t now);
 /* RoCE part of the rx path (also used for frames looped back to our own GID). */

@@ -144,113 +144,140 @@ static void follow_link(struct mr_daemon *d, uint32_t *seen)
 	*seen = w;
 }
 
+void mr_engine_loop_init(struct mr_daemon *d, struct mr_engine_loop *l)
+{
+	l->next_link = 0;
+	l->link_seen = UINT32_MAX;
+	l->next_stats = d->stats_every_ns ? mr_now_ns() + d->stats_every_ns : UINT64_MAX;
+	l->idle = 0;
+	l->ctl_count = 0;
+	l->prev = mr_now_ns();
+}
+
+unsigned int mr_engine_iter_rx(struct mr_daemon *d, uint64_t now)
+{
+	unsigned int work = 0;
+
+	/* Drain rx first (daemon.h, MR_RX_DRAIN_BURSTS): ACKs before timers and tx. */
+	if (d->shard_id == 0) {
+		for (unsigned int b = 0; b < MR_RX_DRAIN_BURSTS; b++) {
+			unsigned int got;
+
+			/* Back-pressure: a shard's full ring leaves frames in the port. */
+			if (d->nshards > 1 && !mr_shard_rx_room(d)) {
+				d->st.rx_backpressure++;
+				break;
+			}
+			got = rx_burst(d, now);
+
+			work += got;
+			if (got < MR_RX_BURST)
+				break;
+		}
+		if (d->nshards > 1)
+			work += mr_shard_drain_tx_rings(d, now);
+	} else {
+		work += mr_shard_rx_ring(d, now);
+	}
+	return work;
+}
+
+unsigned int mr_engine_iter_rest(struct mr_daemon *d, struct mr_engine_loop *l, uint64_t now,
+				 unsigned int work)
+{
+	int r;
+
+	/* When idling the loop is slow anyway, so control requests are served every time. */
+	if (++l->ctl_count >= d->ctl_every || l->idle >= MR_IDLE_SPINS) {
+		l->ctl_count = 0;
+		if (d->fd_ring != NULL)
+			work += mr_shard_adopt_fds(d);
+		r = mr_shm_server_poll_ctl(d->srv);
+		work += r > 0 ? (unsigned int)r : 0;
+		if (d->nshards > 1)
+			atomic_store_explicit(&d->pub_sessions,
+					      mr_shm_server_nsessions(d->srv),
+					      memory_order_relaxed);
+	}
+	r = mr_shm_server_poll_data(d->srv);
+	work += r > 0 ? (unsigned int)r : 0;
+	if (mr_ctx_next_expiry(d->ctx) <= now) {
+		mr_ctx_on_timer(d->ctx, now);
+		d->st.timer_runs++;
+		work++;
+	}
+	if (d->neigh != NULL)
+		work += mr_engine_neigh_poll(d, now);
+	if (d->imp_buf != NULL)
+		work += mr_engine_impair_poll(d, now);
+	work += mr_engine_tx_transport(d, now, MR_TX_BUDGET);
+	if (d->tx_pending) {
+		mr_dpdk_port_tx_flush(d->port, 0);
+		/* What the PMD did not take waits for the next iteration. */
+		d->tx_pending = mr_dpdk_port_tx_backlog(d->port, 0) > 0;
+	}
+	/* Completions the transport produced this iteration reach the apps' rings now,
+	 * not one idle sleep later. */
+	if (work > 0) {
+		r = mr_shm_server_poll_data(d->srv);
+		(void)r;
+	}
+	/* The control thread prints the stats (d->dump NULL); this remains for a daemon
+	 * run without one. */
+	if (d->dump != NULL && *d->dump) {
+		*d->dump = 0;
+		mr_stats_dump_local(&d, 1, false, true);
+	}
+	if (now >= l->next_stats) {
+		mr_stats_dump_local(&d, 1, false, false);
+		l->next_stats = now + d->stats_every_ns;
+	}
+	/* The control thread's (stats socket, dumps) requests, one shard or several. */
+	serve_snapshot(d);
+	if (now >= l->next_link) {
+		follow_link(d, &l->link_seen);
+		l->next_link = now + LINK_POLL_NS;
+	}
+	if (work > 0) {
+		uint64_t took = mr_now_ns() - now;
+
+		if (took > d->st.max_work_ns)
+			d->st.max_work_ns = took;
+		l->idle = 0;
+	}
+	return work;
+}
+
+unsigned int mr_engine_iter(struct mr_daemon *d, struct mr_engine_loop *l)
+{
+	uint64_t now = mr_now_ns();
+
+	d->st.iterations++;
+	if (now - l->prev > MR_STALL_NS) {
+		d->st.stalls++;
+		if (now - l->prev > d->st.max_gap_ns)
+			d->st.max_gap_ns = now - l->prev;
+	}
+	l->prev = now;
+	return mr_engine_iter_rest(d, l, now, mr_engine_iter_rx(d, now));
+}
+
 int mr_engine_run(struct mr_daemon *d)
 {
-	uint64_t next_link = 0;
-	uint32_t link_seen = UINT32_MAX;
-	uint64_t next_stats = d->stats_every_ns ? mr_now_ns() + d->stats_every_ns : UINT64_MAX;
-	unsigned int idle = 0;
-	uint32_t ctl_count = 0;
-	uint64_t prev = mr_now_ns();
+	struct mr_engine_loop l;
 
+	mr_engine_loop_init(d, &l);
 	while (!*d->stop) {
-		uint64_t now = mr_now_ns();
-		unsigned int work = 0;
-		int r;
-
-		d->st.iterations++;
-		if (now - prev > MR_STALL_NS) {
-			d->st.stalls++;
-			if (now - prev > d->st.max_gap_ns)
-				d->st.max_gap_ns = now - prev;
-		}
-		prev = now;
-		/* Drain rx first (daemon.h, MR_RX_DRAIN_BURSTS): ACKs before timers and tx. */
-		if (d->shard_id == 0) {
-			for (unsigned int b = 0; b < MR_RX_DRAIN_BURSTS; b++) {
-				unsigned int got;
-
-				/* Back-pressure: a shard's full ring leaves frames in the port. */
-				if (d->nshards > 1 && !mr_shard_rx_room(d)) {
-					d->st.rx_backpressure++;
-					break;
-				}
-				got = rx_burst(d, now);
-
-				work += got;
-				if (got < MR_RX_BURST)
-					break;
-			}
-			if (d->nshards > 1)
-				work += mr_shard_drain_tx_rings(d, now);
-		} else {
-			work += mr_shard_rx_ring(d, now);
-		}
-		/* When idling the loop is slow anyway, so control requests are served every time. */
-		if (++ctl_count >= d->ctl_every || idle >= MR_IDLE_SPINS) {
-			ctl_count = 0;
-			if (d->fd_ring != NULL)
-				work += mr_shard_adopt_fds(d);
-			r = mr_shm_server_poll_ctl(d->srv);
-			work += r > 0 ? (unsigned int)r : 0;
-			if (d->nshards > 1)
-				atomic_store_explicit(&d->pub_sessions,
-						      mr_shm_server_nsessions(d->srv),
-						      memory_order_relaxed);
-		}
-		r = mr_shm_server_poll_data(d->srv);
-		work += r > 0 ? (unsigned int)r : 0;
-		if (mr_ctx_next_expiry(d->ctx) <= now) {
-			mr_ctx_on_timer(d->ctx, now);
-			d->st.timer_runs++;
-			work++;
-		}
-		if (d->neigh != NULL)
-			work += mr_engine_neigh_poll(d, now);
-		if (d->imp_buf != NULL)
-			work += mr_engine_impair_poll(d, now);
-		work += mr_engine_tx_transport(d, now, MR_TX_BUDGET);
-		if (d->tx_pending) {
-			mr_dpdk_port_tx_flush(d->port, 0);
-			/* What the PMD did not take waits for the next iteration. */
-			d->tx_pending = mr_dpdk_port_tx_backlog(d->port, 0) > 0;
-		}
-		/* Completions the transport produced this iteration reach the apps' rings now,
-		 * not one idle sleep later. */
-		if (work > 0) {
-			r = mr_shm_server_poll_data(d->srv);
-			(void)r;
-		}
-		/* The control thread prints the stats (d->dump NULL); this remains for a daemon
-		 * run without one. */
-		if (d->dump != NULL && *d->dump) {
-			*d->dump = 0;
-			mr_stats_dump_local(&d, 1, false, true);
-		}
-		if (now >= next_stats) {
-			mr_stats_dump_local(&d, 1, false, false);
-			next_stats = now + d->stats_every_ns;
-		}
-		/* The control thread's (stats socket, dumps) requests, one shard or several. */
-		serve_snapshot(d);
-		if (now >= next_link) {
-			follow_link(d, &link_seen);
-			next_link = now + LINK_POLL_NS;
-		}
-		if (work > 0) {
-			uint64_t took = mr_now_ns() - now;
-
-			if (took > d->st.max_work_ns)
-				d->st.max_work_ns = took;
-			idle = 0;
-		} else if (idle < MR_IDLE_SPINS || d->idle_sleep_us == 0) {
-			idle += idle < MR_IDLE_SPINS;
+		if (mr_engine_iter(d, &l) > 0)
+			continue;
+		if (l.idle < MR_IDLE_SPINS || d->idle_sleep_us == 0) {
+			l.idle += l.idle < MR_IDLE_SPINS;
 			/* A polling engine beside polling apps on fewer CPUs than pollers (a 2-vCPU
 			 * host: two engines, two apps) would otherwise hold its CPU to the end of
 			 * the scheduler's slice (ms) while the app it waits for is runnable on the
 			 * same CPU: yield it while idle. Alone on its CPU, sched_yield() returns at
 			 * once (well under a microsecond per idle iteration). */
-			if (idle >= MR_YIELD_SPINS && d->idle_yield) {
+			if (l.idle >= MR_YIELD_SPINS && d->idle_yield) {
 				d->st.idle_yields++;
 				sched_yield();
 			}

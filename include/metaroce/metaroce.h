@@ -180,6 +180,19 @@ struct mrc_qp_init_attr {
 MRC_API struct mrc_session *mrc_open(const char *sock_path);
 /* Closes the session; the daemon reclaims every object still open. */
 MRC_API int mrc_close(struct mrc_session *s);
+
+/* Embedded engine: with $METAROCE_ENGINE set to a metaroced command line ("-c FILE [options]
+ * [-- EAL args]"), the first mrc_open() of the process starts the daemon inside it (the
+ * module $METAROCE_ENGINE_MODULE, default libmetaroce-engine.so; this library itself stays
+ * DPDK-free) and every session of the process connects to that daemon, whatever socket was
+ * named. The app's own thread then runs the engine: mrc_poll_cq() does one iteration before
+ * it reads the CQ, and an app that waits on memory instead of a CQ (perftest's write_lat polls
+ * a buffer's last byte) calls mrc_progress() in its loop. While the app runs neither, a helper
+ * thread of the module serves the engine at a coarser pace (control calls, ACKs, timers).
+ * EAL pins the calling thread to the configured [engine] lcores CPU; one shard only.
+ * mrc_progress returns 1 if the iteration did work, 0 if it did none, another thread was
+ * running the engine, or the process has no embedded engine. */
+MRC_API int mrc_progress(void);
 /* Human-readable explanation of the session's last failed call ("" if none). */
 MRC_API const char *mrc_last_error(const struct mrc_session *s);
 /* strerror() for the negative errnos this library returns. */

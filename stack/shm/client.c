@@ -161,6 +161,8 @@ int mrc_rpc(struct mrc_session *s, uint16_t op, struct mrc_ctl_req *req, int fd_
 	req->hdr.status = 0;
 	req->hdr.reserved = 0;
 	pthread_mutex_lock(&s->lock);
+	if (mrc_embed_kick_fn != NULL)
+		mrc_embed_kick_fn(); /* the embedded engine serves the request while we wait */
 	req->hdr.seq = ++s->seq;
 	rc = mr_shm_send(s->sock, req, sizeof(*req), &fd_in, fd_in >= 0 ? 1 : 0);
 	while (rc == 0) {
@@ -221,6 +223,11 @@ struct mrc_session *mrc_open(const char *sock_path)
 	long ms = DEFAULT_TIMEOUT_MS;
 	int rc, db_fd = -1;
 
+	rc = mrc_embed_open(&sock_path); /* $METAROCE_ENGINE: the daemon in this process */
+	if (rc < 0) {
+		errno = -rc;
+		return NULL;
+	}
 	if (sock_path == NULL)
 		sock_path = getenv("METAROCE_SOCK");
 	if (sock_path == NULL)

@@ -107,6 +107,8 @@ int mrc_poll_cq(struct mrc_cq *cq, int n, struct mr_wc *wc)
 
 	if (cq == NULL || n < 0 || (wc == NULL && n > 0))
 		return -EINVAL;
+	if (mrc_embed_poll_fn != NULL)
+		mrc_embed_poll_fn(); /* the embedded engine's iteration first (mrc_progress) */
 	ready = mrc_ring_ready(cq->ring, cq->cons);
 	if (ready > cq->size)
 		return mrc_fail(cq->o.s, EIO, "mrc_poll_cq: corrupt CQ ring (producer index)");
@@ -159,6 +161,9 @@ int mrc_req_notify_cq(struct mrc_cq *cq, bool solicited_only)
 	/* Pairs with the daemon's fence after publishing entries (see shm_server_data.c): the
 	 * app's next mrc_poll_cq() sees every entry the daemon did not signal. */
 	atomic_thread_fence(memory_order_seq_cst);
+	/* An app arms before it sleeps on the event fd: the embedded engine's helper takes over. */
+	if (mrc_embed_kick_fn != NULL)
+		mrc_embed_kick_fn();
 	return 0;
 }
 

@@ -12,6 +12,13 @@
 #include "metaroce/metaroce.h"
 #include "metaroce/shm_abi.h"
 
+/* client_embed.c: the embedded engine's poll (NULL without one), and its start for mrc_open:
+ * 0 (no $METAROCE_ENGINE), 1 with *sock its socket, or a negative errno (said on stderr). */
+extern int (*mrc_embed_poll_fn)(void);
+/* ... and its helper thread's wake-up: the app is about to block (event wait, control call). */
+extern void (*mrc_embed_kick_fn)(void);
+int mrc_embed_open(const char **sock);
+
 enum mrc_obj_type { MRC_OBJ_BUF = 1, MRC_OBJ_PD, MRC_OBJ_MR, MRC_OBJ_CQ, MRC_OBJ_QP, MRC_OBJ_SRQ };
 
 /* Every client object starts with this link: mrc_close() frees what the app left open. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT
- * metaroced: the poll-mode RoCE v2 daemon. One DPDK port, one engine lcore per [engine] lcores
+ * metaroced: the poll-mode RoCE v2 daemon (metaroced.c runs it; embed.c runs it inside an app). One DPDK port, one engine lcore per [engine] lcores
  * entry (a shard: its own RC transport ctx with a disjoint QPN range, backend, shm server,
  * timers and counters; no locks on the data path), ARP/ND for its own addresses, and the
  * shared-memory server apps connect to. With one lcore the engine also serves the socket and
@@ -558,7 +558,17 @@ static int shard_main(void *arg)
 	return mr_engine_run(arg);
 }
 
-int main(int argc, char **argv)
+/* The process's daemon (one per process): shard 0, the other shards, the control thread. */
+static struct mr_daemon d, shard_store[MR_CFG_MAX_LCORES - 1];
+static struct mr_daemon *sh[MR_CFG_MAX_LCORES];
+static struct mr_control ctl;
+static struct eal_argv eal;
+static unsigned int nsh;
+static int lsock = -1;
+static const char *g_stats_json;
+static bool g_embedded;
+
+int mrd_start(int argc, char **argv, bool embedded)
 {
 	static const struct option opts[] = {
 		{"config", required_argument, NULL, 'c'},
@@ -575,21 +585,18 @@ int main(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	static struct mr_daemon d, shard_store[MR_CFG_MAX_LCORES - 1];
-	static struct mr_daemon *sh[MR_CFG_MAX_LCORES];
-	static struct mr_control ctl;
-	static struct eal_argv eal;
-	unsigned int nsh, k;
-	int lsock = -1;
+	unsigned int k;
 	const char *cfg_path = NULL, *pcap_path = NULL, *sock = NULL, *stats_json = NULL;
 	const char *impair_spec[MR_IMPAIR_NR_DIRS] = {NULL, NULL};
 	int64_t idle_us = -1, pcap_max = -1;
 	uint64_t v, stats_every = 0;
-	int verbose = 0, opt, rc, nextra = 0, ret, i;
+	int verbose = 0, opt, rc, nextra = 0, i;
 	bool telemetry = false;
 	char err[512], **extra = NULL;
 	struct sigaction sa;
 
+	g_embedded = embedded;
+	optind = 0; /* embedded: the app may have run getopt already (0: glibc starts afresh) */
 	while ((opt = getopt_long(argc, argv, "+c:vh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
@@ -633,7 +640,7 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
-			return 0;
+			return -1;
 		default:
 			usage(stderr);
 			return 2;
@@ -667,6 +674,11 @@ bad_value:
 			fprintf(stderr, "metaroced: %s\n", err);
 			return 2;
 		}
+	}
+	if (embedded && d.cfg.n_lcores > 1) {
+		fprintf(stderr, "metaroced: %s: engine.lcores lists %u lcores; an embedded engine "
+			"runs one shard, in the app's thread\n", cfg_path, d.cfg.n_lcores);
+		return 2;
 	}
 	if (!d.cfg.has_ipv4 && !d.cfg.has_ipv6) {
 		fprintf(stderr, "metaroced: %s: [port] needs ipv4 or ipv6\n", cfg_path);
@@ -705,13 +717,17 @@ bad_value:
 	}
 	if (telemetry && mr_stats_telemetry_init() < 0)
 		mr_log(MR_LOG_WARN, "telemetry: cannot register /metaroce/ commands");
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGUSR1, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN); /* an app vanishing mid-reply must not kill the daemon */
+	/* Embedded in an app (embed.c), the app owns its signals. */
+	if (!embedded) {
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_signal;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGUSR1, &sa, NULL);
+		signal(SIGPIPE, SIG_IGN); /* an app vanishing mid-reply must not kill the daemon */
+	}
+	g_stats_json = stats_json;
 
 	if (pcap_path != NULL) {
 		uint64_t cap = pcap_max >= 0 ? (uint64_t)pcap_max : d.cfg.pcap_max_bytes;
@@ -726,7 +742,6 @@ bad_value:
 	for (k = 1; k < nsh; k++)
 		sh[k] = &shard_store[k - 1];
 	rc = setup(sh, nsh, &lsock);
-	ret = 1;
 	if (rc == 0 && (pcap_path == NULL || d.pcap != NULL)) {
 		bool launched = true;
 
@@ -752,30 +767,64 @@ bad_value:
 			launched = false;
 		}
 		if (launched) {
+			FILE *out = embedded ? stderr : stdout; /* an app's stdout is its own */
+
 			if (nsh == 1)
-				printf("metaroced: ready (pid %ld, socket %s)\n", (long)getpid(),
-				       d.sock_path);
+				fprintf(out, "metaroced: ready (pid %ld, socket %s%s)\n", (long)getpid(),
+					d.sock_path, embedded ? ", embedded" : "");
 			else
-				printf("metaroced: ready (pid %ld, socket %s, %u engine shards)\n",
-				       (long)getpid(), d.sock_path, nsh);
-			fflush(stdout);
-			mr_engine_run(&d);
-			if (nsh > 1)
-				rte_eal_mp_wait_lcore();
-			mr_control_join(&ctl);
-			ret = 0;
+				fprintf(out, "metaroced: ready (pid %ld, socket %s, %u engine shards)\n",
+					(long)getpid(), d.sock_path, nsh);
+			fflush(out);
+			return 0;
 		}
 	}
-	if (d.port != NULL && d.srv != NULL && sh[nsh - 1]->srv != NULL) {
+	return mrd_finish(1);
+}
+
+struct mr_daemon *mrd_shard0(void)
+{
+	return &d;
+}
+
+const char *mrd_sock_path(void)
+{
+	return d.sock_path;
+}
+
+void mrd_request_stop(void)
+{
+	g_stop = 1;
+}
+
+/* Shard 0's loop returned (the daemon) or the app closes (embedded): the other shards and the
+ * control thread end, the statistics are printed (and dumped), everything is torn down. */
+int mrd_join(void)
+{
+	g_stop = 1;
+	if (nsh > 1)
+		rte_eal_mp_wait_lcore();
+	mr_control_join(&ctl);
+	return 0;
+}
+
+int mrd_finish(int ret)
+{
+	unsigned int k;
+	int rc;
+
+	if (d.port != NULL && d.srv != NULL && nsh > 0 && sh[nsh - 1]->srv != NULL) {
 		/* Every shard stopped: the main thread snapshots them itself. */
 		struct mr_stats_view view;
 
 		for (k = 0; k < nsh; k++)
 			mr_shard_snapshot(sh[k]);
 		mr_stats_view_build(&view, sh, nsh);
-		mr_stats_print(&view, stdout, true);
-		if (stats_json != NULL && (rc = mr_stats_json_write(&view, stats_json, true)) < 0) {
-			fprintf(stderr, "metaroced: stats json %s: %s\n", stats_json, strerror(-rc));
+		mr_stats_print(&view, g_embedded ? stderr : stdout, true);
+		if (g_stats_json != NULL &&
+		    (rc = mr_stats_json_write(&view, g_stats_json, true)) < 0) {
+			fprintf(stderr, "metaroced: stats json %s: %s\n", g_stats_json,
+				strerror(-rc));
 			ret = 1;
 		}
 	}

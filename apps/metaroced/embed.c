@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT
+ * The engine embedded in an app: libmetaroce loads this module when $METAROCE_ENGINE holds a
+ * daemon command line ("-c FILE [options] [-- EAL args]") and the app's own thread then runs
+ * the daemon's one shard (daemon.c) whenever it polls (mrc_poll_cq, mrc_progress): run to
+ * completion, one poller per app as with a NIC's user-space provider, where the daemon needs
+ * an engine core beside every polling app (a hand-over between the two on a shared CPU is a
+ * context switch: docs/performance.md). The session still speaks the shm protocol to the
+ * daemon's socket, so every path of the daemon is the same one.
+ *
+ * While the app does not poll (blocked in a control request, a socket, an event wait), a
+ * helper thread serves the engine instead, so that control requests, ARP, ACKs and timers
+ * still run: it checks every BG_CHECK_US whether the app polled since (at once when the app
+ * says it is about to block: mrd_embed_kick), and serves in batches with BG_IDLE_US naps while
+ * the app is away. One thread at a time runs the engine (g_busy;
+ * the app only tries it, so a poll never waits).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon.h"
+
+#define MRD_EMBED_API __attribute__((visibility("default")))
+#define MAX_ARGS 64
+#define BG_CHECK_US 1000 /* how often the helper looks whether the app still polls */
+#define BG_IDLE_US 20    /* its nap between idle batches while it serves */
+#define BG_BATCH 64      /* iterations per batch (the lock is released between them) */
+
+MRD_EMBED_API int mrd_embed_start(const char *args, char *sock, size_t len);
+MRD_EMBED_API int mrd_embed_poll(void);
+MRD_EMBED_API void mrd_embed_stop(void);
+MRD_EMBED_API void mrd_embed_kick(void);
+
+/* Who runs the engine: a flag, not a mutex: the poll path only tries it (a load, then an
+ * exchange) and releases it with a plain store (a mutex's unlock was 8 % of a write_lat
+ * client's cycles). */
+static atomic_bool g_busy;
+static bool g_rest_due;              /* an app's poll ran a receive half only (poll_locked) */
+static struct mr_engine_loop g_loop;
+static _Atomic uint64_t g_app_polls; /* the app's polls so far (the helper compares) */
+static atomic_bool g_bg_stop;
+static pthread_mutex_t g_bg_mu = PTHREAD_MUTEX_INITIALIZER; /* g_kick (the slow path only) */
+static pthread_cond_t g_bg_cv;
+static bool g_kick;                  /* the app is about to block: serve now */
+static pthread_t g_bg;
+static bool g_started;
+static char *g_args;                 /* argv's strings (EAL keeps pointers into them) */
+static char g_argv0[] = "metaroced";
+
+static void nap_us(unsigned int us)
+{
+	struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)us * 1000};
+
+	nanosleep(&ts, NULL);
+}
+
+static bool try_take(void)
+{
+	return !atomic_load_explicit(&g_busy, memory_order_relaxed) &&
+	       !atomic_exchange_explicit(&g_busy, true, memory_order_acquire);
+}
+
+static void give_back(void)
+{
+	atomic_store_explicit(&g_busy, false, memory_order_release);
+}
+
+static unsigned int iter_locked(struct mr_daemon *d)
+{
+	unsigned int work = mr_engine_iter(d, &g_loop);
+
+	g_rest_due = false; /* a whole iteration includes the rest an app's poll left */
+	if (work == 0 && g_loop.idle < MR_IDLE_SPINS)
+		g_loop.idle++;
+	return work;
+}
+
+/* The app's poll: an iteration in two calls when its receive half found frames. The data they
+ * placed (a WRITE into the app's buffer) is in memory at once, and the app sees it on return,
+ * before the rest of the iteration builds and sends the ACK; the app's own reply, posted in
+ * between, then leaves in the same transmit burst as that ACK. */
+static unsigned int poll_locked(struct mr_daemon *d)
+{
+	unsigned int work;
+	uint64_t now = mr_now_ns();
+
+	if (g_rest_due) {
+		g_rest_due = false;
+		return mr_engine_iter_rest(d, &g_loop, now, 1);
+	}
+	d->st.iterations++;
+	work = mr_engine_iter_rx(d, now);
+	if (work > 0) {
+		g_rest_due = true;
+		return work;
+	}
+	work = mr_engine_iter_rest(d, &g_loop, now, 0);
+	if (work == 0 && g_loop.idle < MR_IDLE_SPINS)
+		g_loop.idle++;
+	return work;
+}
+
+/* The helper's wait while the app polls: BG_CHECK_US, or less if the app kicks it (it is about
+ * to block: mrc_req_notify_cq before an event wait, a control request). True if kicked. */
+static bool wait_kick(void)
+{
+	struct timespec ts;
+	bool kicked;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_nsec += BG_CHECK_US * 1000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&g_bg_mu);
+	if (!g_kick)
+		pthread_cond_timedwait(&g_bg_cv, &g_bg_mu, &ts);
+	kicked = g_kick;
+	g_kick = false;
+	pthread_mutex_unlock(&g_bg_mu);
+	return kicked;
+}
+
+void mrd_embed_kick(void)
+{
+	pthread_mutex_lock(&g_bg_mu);
+	g_kick = true;
+	pthread_cond_signal(&g_bg_cv);
+	pthread_mutex_unlock(&g_bg_mu);
+}
+
+static void *bg_main(void *arg)
+{
+	struct mr_daemon *d = arg;
+	uint64_t seen = atomic_load_explicit(&g_app_polls, memory_order_relaxed);
+
+	while (!atomic_load_explicit(&g_bg_stop, memory_order_relaxed)) {
+		uint64_t polls = atomic_load_explicit(&g_app_polls, memory_order_relaxed);
+		unsigned int work = 0, i;
+
+		if (polls != seen) { /* the app polls: it runs the engine itself */
+			if (!wait_kick()) {
+				seen = polls;
+				continue;
+			}
+			seen = atomic_load_explicit(&g_app_polls, memory_order_relaxed);
+		}
+		if (!try_take()) {
+			nap_us(BG_IDLE_US);
+			continue;
+		}
+		for (i = 0; i < BG_BATCH; i++)
+			work += iter_locked(d);
+		give_back();
+		if (work == 0)
+			nap_us(BG_IDLE_US);
+	}
+	return NULL;
+}
+
+/* A daemon starts long before its apps; an embedded one starts with its app, and a port whose
+ * link comes up only when its peer connects (net_memif) would be down at the app's first
+ * query_port: wait for it, up to $METAROCE_ENGINE_LINK_WAIT seconds (default 10), running the
+ * engine meanwhile (it follows the link). */
+static void wait_link(struct mr_daemon *d)
+{
+	const char *env = getenv("METAROCE_ENGINE_LINK_WAIT");
+	long secs = env != NULL ? atol(env) : 10;
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		for (unsigned int i = 0; i < BG_BATCH; i++)
+			iter_locked(d);
+		if (g_loop.link_seen != UINT32_MAX && (g_loop.link_seen & 1))
+			return;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec >= secs) {
+			fprintf(stderr, "metaroced (embedded): the port's link is still down after "
+				"%ld s (METAROCE_ENGINE_LINK_WAIT)\n", secs);
+			return;
+		}
+		nap_us(1000);
+	}
+}
+
+/* args: the daemon's command line without argv[0], split at blanks (no quoting). */
+int mrd_embed_start(const char *args, char *sock, size_t len)
+{
+	char *argv[MAX_ARGS + 2], *save = NULL, *tok;
+	int argc = 0, rc;
+
+	if (g_started)
+		return -EALREADY;
+	if (args == NULL || sock == NULL)
+		return -EINVAL;
+	g_args = strdup(args);
+	if (g_args == NULL)
+		return -ENOMEM;
+	argv[argc++] = g_argv0;
+	for (tok = strtok_r(g_args, " \t\n", &save); tok != NULL;
+	     tok = strtok_r(NULL, " \t\n", &save)) {
+		if (argc > MAX_ARGS) {
+			fprintf(stderr, "metaroced (embedded): more than %d arguments\n", MAX_ARGS);
+			return -E2BIG;
+		}
+		argv[argc++] = tok;
+	}
+	argv[argc] = NULL;
+	rc = mrd_start(argc, argv, true);
+	if (rc != 0)
+		return rc == 2 || rc < 0 ? -EINVAL : -EIO;
+	if (strlen(mrd_sock_path()) >= len) {
+		mrd_join();
+		mrd_finish(1);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sock, mrd_sock_path());
+	mr_engine_loop_init(mrd_shard0(), &g_loop);
+	wait_link(mrd_shard0());
+	atomic_store(&g_bg_stop, false);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&g_bg_cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	/* Created from the app's thread after EAL pinned it: the helper shares that CPU, and
+	 * mostly sleeps. */
+	rc = pthread_create(&g_bg, NULL, bg_main, mrd_shard0());
+	if (rc != 0) {
+		mrd_join();
+		mrd_finish(1);
+		return -rc;
+	}
+	g_started = true;
+	return 0;
+}
+
+int mrd_embed_poll(void)
+{
+	unsigned int work;
+
+	/* A plain increment (no locked add on the poll path): the helper only needs to see a
+	 * change, and a lost one among several polling threads still is one. */
+	atomic_store_explicit(&g_app_polls,
+			      atomic_load_explicit(&g_app_polls, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	if (!try_take())
+		return 0;
+	work = poll_locked(mrd_shard0());
+	give_back();
+	return work > 0;
+}
+
+void mrd_embed_stop(void)
+{
+	if (!g_started)
+		return;
+	g_started = false;
+	atomic_store(&g_bg_stop, true);
+	mrd_embed_kick();
+	pthread_join(g_bg, NULL);
+	mrd_request_stop();
+	mrd_join();
+	mrd_finish(0);
+}
