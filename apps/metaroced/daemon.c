@@ -715,6 +715,7 @@ bad_value:
 		fprintf(stderr, "metaroced: EAL init failed: %s\n", rte_strerror(rte_errno));
 		return 1;
 	}
+	mr_clock_init();
 	if (telemetry && mr_stats_telemetry_init() < 0)
 		mr_log(MR_LOG_WARN, "telemetry: cannot register /metaroce/ commands");
 	/* Embedded in an app (embed.c), the app owns its signals. */

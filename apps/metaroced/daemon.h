@@ -195,12 +195,15 @@ struct mr_daemon {
 
 /* Monotonic nanoseconds (the transport's and the neighbour module's clock). */
 uint64_t mr_now_ns(void);
+void mr_clock_init(void); /* after EAL init: mr_now_ns from the TSC (engine.c) */
 
 /* engine.c: run until *d->stop. Returns 0. */
 /* One engine loop's own state (engine.c): the daemon's lcores run mr_engine_run, which adds
  * the idle back-off; an embedded engine (embed.c) calls mr_engine_iter from the app's thread. */
 struct mr_engine_loop {
 	uint64_t next_link, next_stats, prev;
+	uint64_t ctl_period_ns, next_ctl; /* embedded: control by the clock (0: every ctl_every) */
+	bool ctl_now;                     /* embedded: every iteration (its helper serves) */
 	uint32_t link_seen, ctl_count;
 	unsigned int idle;          /* iterations without work in a row, at most MR_IDLE_SPINS */
 };

@@ -24,12 +24,14 @@
 #include <time.h>
 
 #include "daemon.h"
+#include "shm/shm_server.h"
 
 #define MRD_EMBED_API __attribute__((visibility("default")))
 #define MAX_ARGS 64
 #define BG_CHECK_US 1000 /* how often the helper looks whether the app still polls */
 #define BG_IDLE_US 20    /* its nap between idle batches while it serves */
 #define BG_BATCH 64      /* iterations per batch (the lock is released between them) */
+#define CTL_PERIOD_NS 200000ull /* control requests while the app polls (engine.c) */
 
 MRD_EMBED_API int mrd_embed_start(const char *args, char *sock, size_t len);
 MRD_EMBED_API int mrd_embed_poll(void);
@@ -96,6 +98,8 @@ static unsigned int poll_locked(struct mr_daemon *d)
 	d->st.iterations++;
 	work = mr_engine_iter_rx(d, now);
 	if (work > 0) {
+		/* Completions the frames made (an ACK's) reach the app's CQ ring now too. */
+		mr_shm_server_poll_data(d->srv);
 		g_rest_due = true;
 		return work;
 	}
@@ -155,8 +159,10 @@ static void *bg_main(void *arg)
 			nap_us(BG_IDLE_US);
 			continue;
 		}
+		g_loop.ctl_now = true; /* the app may be blocked in a control request */
 		for (i = 0; i < BG_BATCH; i++)
 			work += iter_locked(d);
+		g_loop.ctl_now = false;
 		give_back();
 		if (work == 0)
 			nap_us(BG_IDLE_US);
@@ -223,6 +229,7 @@ int mrd_embed_start(const char *args, char *sock, size_t len)
 	}
 	strcpy(sock, mrd_sock_path());
 	mr_engine_loop_init(mrd_shard0(), &g_loop);
+	g_loop.ctl_period_ns = CTL_PERIOD_NS;
 	wait_link(mrd_shard0());
 	atomic_store(&g_bg_stop, false);
 	{

@@ -107,9 +107,12 @@ int mrc_poll_cq(struct mrc_cq *cq, int n, struct mr_wc *wc)
 
 	if (cq == NULL || n < 0 || (wc == NULL && n > 0))
 		return -EINVAL;
-	if (mrc_embed_poll_fn != NULL)
-		mrc_embed_poll_fn(); /* the embedded engine's iteration first (mrc_progress) */
 	ready = mrc_ring_ready(cq->ring, cq->cons);
+	/* An embedded engine (mrc_progress) runs when the ring is empty, and the ring is read
+	 * again after it: what that iteration completed is returned now, not one more
+	 * iteration later. */
+	if (ready == 0 && mrc_embed_poll_fn != NULL && mrc_embed_poll_fn() > 0)
+		ready = mrc_ring_ready(cq->ring, cq->cons);
 	if (ready > cq->size)
 		return mrc_fail(cq->o.s, EIO, "mrc_poll_cq: corrupt CQ ring (producer index)");
 	if (ready > (uint32_t)n)
