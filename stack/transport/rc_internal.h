@@ -358,7 +358,7 @@ static inline struct rc_swqe *rc_sq_at(const struct mr_qp *qp, uint32_t idx)
  * rep stos, 3 % of a sender's cycles. */
 static inline void rc_tx_reset(struct mr_tx_pkt *out)
 {
-	memset(&out->hdr, 0, sizeof(out->hdr));
+	mr_zero_fixed(&out->hdr, sizeof(out->hdr)); /* not memset: rep stos (roce_pkt.h) */
 	out->path = NULL;
 	out->niov = 0;
 	out->paylen = 0;

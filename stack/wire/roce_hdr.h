@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Byte-order helpers: byte-wise so that unaligned headers (VLAN, IPv4 options) are safe. */
 static inline uint16_t mr_get_be16(const uint8_t *p)
@@ -43,18 +44,23 @@ static inline void mr_put_be24(uint8_t *p, uint32_t v)
 	p[2] = (uint8_t)v;
 }
 
+/* The 32- and 64-bit stores are one unaligned store of the swapped value (memcpy): the byte-wise
+ * form let GCC assemble a header's words on the stack and reload them as 16 bytes, a failed
+ * store-to-load forward in every 8-byte WRITE's RETH (13 % of mr_frame_build, perf). */
 static inline void mr_put_be32(uint8_t *p, uint32_t v)
 {
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	v = __builtin_bswap32(v);
+#endif
+	memcpy(p, &v, sizeof(v));
 }
 
 static inline void mr_put_be64(uint8_t *p, uint64_t v)
 {
-	mr_put_be32(p, (uint32_t)(v >> 32));
-	mr_put_be32(p + 4, (uint32_t)v);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	memcpy(p, &v, sizeof(v));
 }
 
 /* ---- BTH (IBA 9.2, figure 98): 12 bytes ----

@@ -18,6 +18,22 @@
  * BTH + MRETH + AtomicETH or BTH + MRETH + AETH + SACKETH = 60). */
 #define MR_ROCE_HDR_MAX_LEN 64
 
+/* Zeroes n bytes at p (n a compile-time constant) with unrolled 16-byte stores. A plain memset
+ * (or a loop of small stores, which GCC turns back into one) of the 100-250-byte structs on the
+ * per-packet path compiled to rep stos, whose start-up cost was 3-7 % of an engine's cycles at
+ * 8-byte messages (perf: mr_frame_parse, rc_tx_reset, the header zeroing in mr_frame_build). */
+static inline void mr_zero_fixed(void *p, size_t n)
+{
+	typedef uint8_t mr_v16 __attribute__((vector_size(16), aligned(1), may_alias));
+	uint8_t *b = (uint8_t *)p;
+
+#pragma GCC unroll 32
+	for (size_t i = 0; i + 16 <= n; i += 16)
+		*(mr_v16 *)(b + i) = (mr_v16){ 0 };
+	for (size_t i = n & ~(size_t)15; i < n; i++)
+		b[i] = 0;
+}
+
 /* BTH opcodes (IBA 9.2, table 38): RC 0x00-0x1f, UD 0x60-0x7f, CNP 0x81 (A17.9.3). */
 enum mr_opcode {
 	MR_OP_RC_SEND_FIRST = 0x00,
