@@ -350,21 +350,40 @@ mr_stop() {
 # engine threads' CPU share (both daemons) over the run. $mr_pin places the two apps: "cross"
 # (each on the CPU of the other daemon's engine), "same" (each beside its own daemon's engine)
 # or "" (left to the scheduler).
-mr_pin=
+# With mr_embed=1 there are no daemons: each mrperf runs the engine in its own thread
+# ($METAROCE_ENGINE, apps/metaroced/embed.c; configs e_a/e_b.conf pin it to CPU a / b), and the
+# CPU share is that of the two mrperf processes (app and engine together).
+mr_pin= mr_embed=0
 mr_run() {
-	local key=$1 t=$2 srv rc t0 t1 n pa=() pb=()
+	local key=$1 t=$2 srv rc t0 t1 n pa=() pb=() sa=(--sock "$work/a.sock") sb=(--sock "$work/b.sock")
 	shift 2
 	case $mr_pin in
 	cross) pa=(taskset -c "$cpu_b") pb=(taskset -c "$cpu_a") ;;
 	same) pa=(taskset -c "$cpu_a") pb=(taskset -c "$cpu_b") ;;
 	esac
+	if [ $mr_embed = 1 ]; then
+		pa=(env METAROCE_ENGINE_MODULE="$bdir/apps/metaroced/libmetaroce-engine.so"
+		    METAROCE_ENGINE="-c $work/e_a.conf -- --file-prefix=${tag}ea --no-huge -m 256")
+		pb=(env METAROCE_ENGINE_MODULE="$bdir/apps/metaroced/libmetaroce-engine.so"
+		    METAROCE_ENGINE="-c $work/e_b.conf -- --file-prefix=${tag}eb --no-huge -m 256")
+		sa=() sb=()
+		rm -f "$work/emb-memif.sock"
+	fi
 	[ -n "${BENCH_MR_RUNS:-}" ] && ! [[ $key =~ $BENCH_MR_RUNS ]] && return 0
 	MR_PORT=$((MR_PORT + 1))
 	for n in a b; do
+		[ $mr_embed = 1 ] && break
 		"$bdir/apps/mrstat/mrstat" port --reset --sock "$work/$n.sock" > /dev/null 2>&1
 	done
+	if [ $mr_embed = 1 ]; then
+		{ TIMEFORMAT='%U %S'; time "${pb[@]}" timeout 120 "$bdir/apps/mrperf/mrperf" "$t" "$@" \
+			-p $MR_PORT --report_gbits > "$work/$key-server.log" 2>&1; } \
+			2> "$work/$key.stime" &
+		mr_embed_run "$key" "$t" $! "$@"
+		return
+	fi
 	"${pb[@]}" timeout 120 "$bdir/apps/mrperf/mrperf" "$t" "$@" -p $MR_PORT --report_gbits \
-		--sock "$work/b.sock" > "$work/$key-server.log" 2>&1 &
+		"${sb[@]}" > "$work/$key-server.log" 2>&1 &
 	srv=$!
 	# Until the server listens (it opens the device first: 0.1-1 s).
 	for _ in $(seq 1 50); do
@@ -410,6 +429,71 @@ with open(res, "a") as f:
     f.write("mr.%s_cores %s\n" % (key, cores))
     f.write('mr.%s_cpu "%s"\n' % (key, threads.strip()))
 print("  %-14s %s; engine cores %s (%s)" % (key, line, cores, threads.strip()))
+PY
+}
+
+mr_embed_conf() { # e_a.conf (memif client, CPU a) and e_b.conf (server, CPU b), IB MTU 1024
+	local n role ip lc
+	for n in a b; do
+		role=client ip=198.18.0.1 lc=$cpu_a
+		[ $n = b ] && role=server ip=198.18.0.2 lc=$cpu_b
+		cat > "$work/e_$n.conf" <<CONF
+[port]
+eal_args = --vdev=net_memif0,role=$role,id=0,socket=$work/emb-memif.sock,socket-abstract=no,rsize=12
+ipv4 = $ip
+mtu = 1500
+[engine]
+lcores = $lc
+idle_sleep_us = 0
+[limits]
+max_inflight = 256
+[shm]
+socket = $work/e_$n.sock
+CONF
+	done
+}
+# mr_embed_run KEY TEST SERVER_JOB ARGS... (from mr_run): the client (memif client) once the
+# server's engine is up (its memif socket exists; the server waits for the link). CPU: both
+# processes' user+system time (bash's time) over the client's wall time, start-up included.
+mr_embed_run() {
+	local key=$1 t=$2 job=$3 rc t0 t1
+	shift 3
+	for _ in $(seq 1 100); do [ -S "$work/emb-memif.sock" ] && break; sleep 0.05; done
+	t0=$(date +%s.%N)
+	{ TIMEFORMAT='%U %S'; time "${pa[@]}" timeout 120 "$bdir/apps/mrperf/mrperf" "$t" "$@" \
+		-p $MR_PORT --report_gbits --json "$work/$key.json" 127.0.0.1 \
+		> "$work/$key-client.log" 2>&1; echo $? > "$work/$key.rc"; } 2> "$work/$key.time"
+	t1=$(date +%s.%N)
+	wait "$job" 2>/dev/null
+	rc=$(cat "$work/$key.rc")
+	if [ "$rc" != 0 ] || [ ! -s "$work/$key.json" ]; then
+		note "mr_$key" "embedded mrperf $t $* failed (exit $rc): $(grep -v '^metaroced' "$work/$key-client.log" | tail -1)"
+		return 1
+	fi
+	python3 - "$work/$key.json" "$res" "$key" "$(tail -1 "$work/$key.time")" \
+		"$(tail -1 "$work/$key.stime")" "$t0" "$t1" <<'PY'
+import json, sys
+j, res, key = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+cu, cs = (float(x) for x in sys.argv[4].split())
+try:
+    su, ss = (float(x) for x in sys.argv[5].split())
+except ValueError:
+    su = ss = 0.0
+t0, t1 = float(sys.argv[6]), float(sys.argv[7])
+secs = t1 - t0
+cli, srv = (cu + cs) / secs, (su + ss) / secs
+cores = cli + srv
+r = j["results"][-1]
+with open(res, "a") as f:
+    if "BW_average" in r:
+        f.write("mr.%s_gbps %s\nmr.%s_mpps %s\n" % (key, r["BW_average"], key, r["MsgRate"]))
+        line = "%.2f Gb/s, %.4f Mmsg/s" % (r["BW_average"], r["MsgRate"])
+    else:
+        f.write("mr.%s_p50_us %s\nmr.%s_p99_us %s\nmr.%s_p999_us %s\n" %
+                (key, r["t_typical"], key, r["percentile_99"], key, r["percentile_99_9"]))
+        line = "one-way (RTT/2, as perftest) p50 %.2f us, p99 %.2f us, p99.9 %.2f us" % (r["t_typical"], r["percentile_99"], r["percentile_99_9"])
+    f.write("mr.%s_cores %.3f\n" % (key, cores))
+print("  %-22s %s; app+engine cores %.2f (client %.0f%%, server %.0f%% of the client's run, start-up included)" % (key, line, cores, cli * 100, srv * 100))
 PY
 }
 
@@ -468,6 +552,19 @@ mr_section() {
 	mr_run send_lat_8 send_lat -s 8 -n "$LAT_N" -e
 	mr_pin=
 	mr_stop
+	# Run to completion: no daemons, the engine inside each mrperf (METAROCE_ENGINE), one
+	# polling thread per side as memif_pingpong has: the latency ratio's figure (a hand-over
+	# between an app and an engine sharing a CPU is a context switch, microseconds here).
+	echo "== metaroce embedded in the apps (\$METAROCE_ENGINE: app and engine one thread per side, CPUs $cpu_a/$cpu_b, IB MTU 1024) =="
+	mr_embed_conf
+	mr_embed=1
+	# 20000 round trips in quick runs too: a fresh memif connection's first pass over its
+	# 4096 ring slots faults in the region's 4 KiB pages (two frames per round trip, a WRITE
+	# and its ACK: 2048 slow round trips of ~25 us); the daemons above had warmed theirs.
+	mr_run write_lat_8_embed write_lat -s 8 -n 20000
+	mr_run send_lat_8_embed send_lat -s 8 -n 20000
+	mr_run write_rate_8_q16_embed write_bw -s 8 -q 16 -t 128 -D "$T"
+	mr_embed=0
 }
 
 for sec in icrc memif tcp mr; do
@@ -529,7 +626,11 @@ top["rate_vs_memif"] = ratio(r16 * 1e6 if r16 else None, g("memif.pps_82"))
 def rtt(k):
     x = g(k)
     return 2 * x if x is not None else None
-top["latency_vs_memif"] = ratio(rtt("mr.write_lat_8_p50_us"), g("memif.rtt_p50_us"))
+top["latency_vs_memif"] = ratio(rtt("mr.write_lat_8_embed_p50_us"), g("memif.rtt_p50_us"))
+top["latency_send_vs_memif"] = ratio(rtt("mr.send_lat_8_embed_p50_us"), g("memif.rtt_p50_us"))
+top["latency_daemon_vs_memif"] = ratio(rtt("mr.write_lat_8_p50_us"), g("memif.rtt_p50_us"))
+re16 = g("mr.write_rate_8_q16_embed_mpps")
+top["rate_embed_vs_memif"] = ratio(re16 * 1e6 if re16 else None, g("memif.pps_82"))
 top["latency_send_events_vs_memif"] = ratio(rtt("mr.send_lat_8_p50_us"), g("memif.rtt_p50_us"))
 r1, r64 = g("mr.write_rate_8_q1_mpps"), g("mr.write_rate_8_q64_mpps")
 top["qp_scaling"] = ratio(g("mr.write_rate_8_s1024_mpps"), g("mr.write_rate_8_q1_mpps"))
@@ -543,7 +644,10 @@ for k, src in (("write_vs_memif", "write_bw/memif"), ("write_vs_tcp", "write_bw/
                ("write_per_core_vs_tcp", "write_bw/iperf3 CPU"),
                ("write_vs_memif_1024", "write_bw/memif"), ("write_vs_tcp_1024", "write_bw/iperf3"),
                ("write_per_core_vs_tcp_1024", "write_bw/iperf3 CPU"), ("rate_vs_memif", "rate/memif"),
-               ("latency_vs_memif", "write_lat/memif ping-pong"),
+               ("latency_vs_memif", "embedded write_lat/memif ping-pong"),
+               ("latency_send_vs_memif", "embedded send_lat/memif ping-pong"),
+               ("latency_daemon_vs_memif", "write_lat/memif ping-pong"),
+               ("rate_embed_vs_memif", "embedded rate/memif"),
                ("latency_send_events_vs_memif", "send_lat -e/memif ping-pong")):
     if top[k] is None and k not in why:
         why[k] = "an input was not measured (%s): see notes" % src
@@ -559,7 +663,10 @@ out_j["definitions"] = {
     "write_per_core_vs_tcp": "(WRITE goodput at IB MTU 4096 / engine cores used, both daemons) / (iperf3 goodput at MTU 4200 / CPU cores used, both ends)",
     "write_*_1024": "the same at IB MTU 1024: port mtu 1500, memif 1082-byte frames, iperf3 at MTU 1500",
     "rate_vs_memif": "8 B WRITE messages/s at 16 QPs / raw memif frames/s at 82 B",
-    "latency_vs_memif": "8 B write ping-pong round trip p50 (2 x perftest's one-way t_typical; apps poll with --yield: 4 pollers on the machine's CPUs) / raw memif 82-byte ping-pong RTT p50 (lower is better)",
+    "latency_vs_memif": "8 B write ping-pong round trip p50 (2 x perftest's one-way t_typical), metaroce run to completion (engine embedded in each mrperf, $METAROCE_ENGINE: one polling thread per side, as memif_pingpong) / raw memif 82-byte ping-pong RTT p50 (lower is better; until 2026-12-03 the daemon figure below)",
+    "latency_send_vs_memif": "the same for 8 B send ping-pong (embedded, polling)",
+    "latency_daemon_vs_memif": "8 B write ping-pong round trip p50 through two metaroced daemons (apps poll with --yield: 4 pollers on the machine's 2 CPUs) / raw memif ping-pong RTT p50",
+    "rate_embed_vs_memif": "8 B WRITE messages/s at 16 QPs, engine embedded in each mrperf (one thread per side posts, polls and runs the engine) / raw memif frames/s at 82 B",
     "latency_send_events_vs_memif": "8 B send ping-pong round trip p50 (2 x t_typical) with -e (apps sleep on CQ events) / raw memif 82-byte ping-pong RTT p50",
     "metaroce runs": "bandwidth and send_lat: mrperf -e (apps sleep on completion events); message rates and write_lat: --yield (apps poll, yielding the CPU after 2 empty polls: 15-20 % more messages/s than -e here)",
     "qp_scaling": "8 B WRITE messages/s at 1024 QPs (16 outstanding each) / at 1 QP (128 outstanding)",
@@ -569,7 +676,8 @@ print("%-26s %s" % ("ratio", "value"))
 for k in ("icrc_vs_memcpy", "icrc_vs_rte_net_crc", "icrc_vs_rte_net_crc_default", "icrc_vs_table",
           "write_vs_memif", "write_vs_tcp", "write_per_core_vs_tcp", "write_vs_memif_1024",
           "write_vs_tcp_1024", "write_per_core_vs_tcp_1024", "rate_vs_memif",
-          "latency_vs_memif", "latency_send_events_vs_memif", "qp_scaling", "qp_scaling_64"):
+          "rate_embed_vs_memif", "latency_vs_memif", "latency_send_vs_memif",
+          "latency_daemon_vs_memif", "latency_send_events_vs_memif", "qp_scaling", "qp_scaling_64"):
     print("%-26s %s%s" % (k, top[k], "" if top[k] is not None else "   (" + why.get(k, "?") + ")"))
 for k, n in notes.items():
     print("note %s: %s" % (k, n))

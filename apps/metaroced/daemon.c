@@ -19,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <rte_eal.h>
@@ -158,6 +160,40 @@ static int build_eal_args(struct eal_argv *e, const struct mr_daemon_config *cfg
 	for (i = 0; i < nextra; i++)
 		rc |= eal_add(e, extra[i]);
 	return rc ? -E2BIG : 0;
+}
+
+/* A memif server's filesystem socket (socket-abstract=no) left by a process that ended without
+ * closing its port (killed, or an embedded engine: mrd_finish) makes the next bind fail: remove
+ * it when nothing listens on it any more (connect refused). arg: one EAL argument ("--vdev=..."
+ * or "--vdev" followed by next). */
+static void unlink_stale_memif(const char *arg, const char *next)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	const char *v = NULL, *p, *e;
+	size_t n;
+	int fd;
+
+	if (strncmp(arg, "--vdev=", 7) == 0)
+		v = arg + 7;
+	else if ((strcmp(arg, "--vdev") == 0 || strcmp(arg, "-vdev") == 0) && next != NULL)
+		v = next;
+	if (v == NULL || strncmp(v, "net_memif", 9) != 0 || strstr(v, "role=server") == NULL ||
+	    strstr(v, "socket-abstract=no") == NULL || (p = strstr(v, ",socket=")) == NULL)
+		return;
+	p += 8;
+	e = strchr(p, ',');
+	n = e != NULL ? (size_t)(e - p) : strlen(p);
+	if (n == 0 || n >= sizeof(a.sun_path))
+		return;
+	memcpy(a.sun_path, p, n);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 && errno == ECONNREFUSED &&
+	    unlink(a.sun_path) == 0)
+		mr_log(MR_LOG_INFO, "removed the stale memif socket %s (nothing listened on it)",
+		       a.sun_path);
+	close(fd);
 }
 
 static int parse_u64(const char *s, uint64_t max, uint64_t *out)
@@ -711,6 +747,8 @@ bad_value:
 			fprintf(stderr, " %s", eal.argv[i]);
 		fprintf(stderr, "\n");
 	}
+	for (i = 0; i < eal.argc; i++)
+		unlink_stale_memif(eal.argv[i], i + 1 < eal.argc ? eal.argv[i + 1] : NULL);
 	if (rte_eal_init(eal.argc, eal.argv) < 0) {
 		fprintf(stderr, "metaroced: EAL init failed: %s\n", rte_strerror(rte_errno));
 		return 1;
@@ -831,6 +869,14 @@ int mrd_finish(int ret)
 	}
 	mr_stats_srv_close(&ctl.stats);
 	mr_stats_telemetry_fini();
+	/* An embedded engine ends with its process (libmetaroce's exit handler): the kernel closes
+	 * the port's sockets and frees its memory. Closing the port here raced DPDK's interrupt
+	 * thread, which handles the peer's memif disconnect at the same moment (both apps end
+	 * together): "EAL: Error: Invalid memory" and a crash in about 1 run in 5. */
+	if (g_embedded && ret == 0) {
+		unlink(d.sock_path); /* what the shm server's teardown would have removed */
+		return ret;
+	}
 	teardown(sh, nsh, lsock);
 	rte_eal_cleanup();
 	return ret;

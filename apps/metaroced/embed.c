@@ -9,9 +9,9 @@
  *
  * While the app does not poll (blocked in a control request, a socket, an event wait), a
  * helper thread serves the engine instead, so that control requests, ARP, ACKs and timers
- * still run: it checks every BG_CHECK_US whether the app polled since (at once when the app
+ * still run: it checks every BG_CHECK_US how often the app polled since (at once when the app
  * says it is about to block: mrd_embed_kick), and serves in batches with BG_IDLE_US naps while
- * the app is away. One thread at a time runs the engine (g_busy;
+ * the app polls rarely (bg_main). One thread at a time runs the engine (g_busy;
  * the app only tries it, so a poll never waits).
  */
 #include <errno.h>
@@ -31,9 +31,12 @@
 #define BG_CHECK_US 1000 /* how often the helper looks whether the app still polls */
 #define BG_IDLE_US 20    /* its nap between idle batches while it serves */
 #define BG_BATCH 64      /* iterations per batch (the lock is released between them) */
+#define BG_ACTIVE_POLLS 64 /* app polls per BG_CHECK_US below which the helper serves */
+#define BG_BACK_POLLS 8  /* app polls during one served batch and nap that end the serving */
 #define CTL_PERIOD_NS 200000ull /* control requests while the app polls (engine.c) */
 
-MRD_EMBED_API int mrd_embed_start(const char *args, char *sock, size_t len);
+MRD_EMBED_API int mrd_embed_start(const char *args, char *sock, size_t len,
+				  _Atomic uint64_t *app_polls);
 MRD_EMBED_API int mrd_embed_poll(void);
 MRD_EMBED_API void mrd_embed_stop(void);
 MRD_EMBED_API void mrd_embed_kick(void);
@@ -44,7 +47,9 @@ MRD_EMBED_API void mrd_embed_kick(void);
 static atomic_bool g_busy;
 static bool g_rest_due;              /* an app's poll ran a receive half only (poll_locked) */
 static struct mr_engine_loop g_loop;
-static _Atomic uint64_t g_app_polls; /* the app's polls so far (the helper compares) */
+/* The app's polls so far, counted by libmetaroce on every mrc_poll_cq / mrc_progress (also
+ * those that found completions and ran no iteration): the helper compares. */
+static _Atomic uint64_t *g_app_polls;
 static atomic_bool g_bg_stop;
 static pthread_mutex_t g_bg_mu = PTHREAD_MUTEX_INITIALIZER; /* g_kick (the slow path only) */
 static pthread_cond_t g_bg_cv;
@@ -139,33 +144,45 @@ void mrd_embed_kick(void)
 	pthread_mutex_unlock(&g_bg_mu);
 }
 
+static uint64_t app_polls(void)
+{
+	return atomic_load_explicit(g_app_polls, memory_order_relaxed);
+}
+
+/* The helper: asleep while the app spins (it polls thousands of times a millisecond and runs
+ * the engine itself); serving when the app polls rarely or not at all (blocked in a control
+ * call or an event wait, a passive side that only checks now and then, an app that waits on
+ * memory without mrc_progress), until the app spins again. */
 static void *bg_main(void *arg)
 {
 	struct mr_daemon *d = arg;
-	uint64_t seen = atomic_load_explicit(&g_app_polls, memory_order_relaxed);
+	uint64_t mark = app_polls(), p;
+	bool serving = false;
 
 	while (!atomic_load_explicit(&g_bg_stop, memory_order_relaxed)) {
-		uint64_t polls = atomic_load_explicit(&g_app_polls, memory_order_relaxed);
 		unsigned int work = 0, i;
 
-		if (polls != seen) { /* the app polls: it runs the engine itself */
-			if (!wait_kick()) {
-				seen = polls;
-				continue;
-			}
-			seen = atomic_load_explicit(&g_app_polls, memory_order_relaxed);
-		}
-		if (!try_take()) {
-			nap_us(BG_IDLE_US);
+		if (!serving) {
+			bool kicked = wait_kick();
+
+			p = app_polls();
+			serving = kicked || p - mark < BG_ACTIVE_POLLS;
+			mark = p;
 			continue;
 		}
-		g_loop.ctl_now = true; /* the app may be blocked in a control request */
-		for (i = 0; i < BG_BATCH; i++)
-			work += iter_locked(d);
-		g_loop.ctl_now = false;
-		give_back();
+		if (try_take()) {
+			g_loop.ctl_now = true; /* the app may be blocked in a control request */
+			for (i = 0; i < BG_BATCH; i++)
+				work += iter_locked(d);
+			g_loop.ctl_now = false;
+			give_back();
+		}
 		if (work == 0)
 			nap_us(BG_IDLE_US);
+		p = app_polls();
+		if (p - mark >= BG_BACK_POLLS)
+			serving = false; /* the app spins again */
+		mark = p;
 	}
 	return NULL;
 }
@@ -197,15 +214,16 @@ static void wait_link(struct mr_daemon *d)
 }
 
 /* args: the daemon's command line without argv[0], split at blanks (no quoting). */
-int mrd_embed_start(const char *args, char *sock, size_t len)
+int mrd_embed_start(const char *args, char *sock, size_t len, _Atomic uint64_t *app_polls)
 {
 	char *argv[MAX_ARGS + 2], *save = NULL, *tok;
 	int argc = 0, rc;
 
 	if (g_started)
 		return -EALREADY;
-	if (args == NULL || sock == NULL)
+	if (args == NULL || sock == NULL || app_polls == NULL)
 		return -EINVAL;
+	g_app_polls = app_polls;
 	g_args = strdup(args);
 	if (g_args == NULL)
 		return -ENOMEM;
@@ -256,16 +274,30 @@ int mrd_embed_poll(void)
 {
 	unsigned int work;
 
-	/* A plain increment (no locked add on the poll path): the helper only needs to see a
-	 * change, and a lost one among several polling threads still is one. */
-	atomic_store_explicit(&g_app_polls,
-			      atomic_load_explicit(&g_app_polls, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
 	if (!try_take())
 		return 0;
 	work = poll_locked(mrd_shard0());
 	give_back();
 	return work > 0;
+}
+
+/* The app is ending: what the engine still owes its peers goes out first. An app's poll that
+ * ran a receive half only (poll_locked) left that iteration's ACKs unsent, and an app often
+ * ends right after its last completion: the peer would retry into a closed port until its
+ * QP fails (RETRY_EXC_ERR; seen with mr_xfer's target). Iterations until DRAIN_IDLE in a row
+ * did nothing, at most DRAIN_NS. */
+#define DRAIN_IDLE 64
+#define DRAIN_NS 20000000ull
+static void drain(struct mr_daemon *d)
+{
+	uint64_t t0 = mr_now_ns();
+	unsigned int idle = 0;
+
+	while (!try_take())
+		nap_us(BG_IDLE_US);
+	while (idle < DRAIN_IDLE && mr_now_ns() - t0 < DRAIN_NS)
+		idle = iter_locked(d) > 0 ? 0 : idle + 1;
+	give_back();
 }
 
 void mrd_embed_stop(void)
@@ -276,6 +308,7 @@ void mrd_embed_stop(void)
 	atomic_store(&g_bg_stop, true);
 	mrd_embed_kick();
 	pthread_join(g_bg, NULL);
+	drain(mrd_shard0());
 	mrd_request_stop();
 	mrd_join();
 	mrd_finish(0);

@@ -110,9 +110,12 @@ int mrc_poll_cq(struct mrc_cq *cq, int n, struct mr_wc *wc)
 	ready = mrc_ring_ready(cq->ring, cq->cons);
 	/* An embedded engine (mrc_progress) runs when the ring is empty, and the ring is read
 	 * again after it: what that iteration completed is returned now, not one more
-	 * iteration later. */
-	if (ready == 0 && mrc_embed_poll_fn != NULL && mrc_embed_poll_fn() > 0)
-		ready = mrc_ring_ready(cq->ring, cq->cons);
+	 * iteration later. Every poll counts as the app's presence (client_priv.h). */
+	if (mrc_embed_poll_fn != NULL) {
+		mrc_embed_note_poll();
+		if (ready == 0 && mrc_embed_poll_fn() > 0)
+			ready = mrc_ring_ready(cq->ring, cq->cons);
+	}
 	if (ready > cq->size)
 		return mrc_fail(cq->o.s, EIO, "mrc_poll_cq: corrupt CQ ring (producer index)");
 	if (ready > (uint32_t)n)

@@ -16,6 +16,7 @@
 
 int (*mrc_embed_poll_fn)(void);
 void (*mrc_embed_kick_fn)(void);
+_Atomic uint64_t mrc_embed_polls;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static char g_sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -33,7 +34,7 @@ static void stop_at_exit(void)
 static int start(const char *args)
 {
 	const char *mod = getenv("METAROCE_ENGINE_MODULE");
-	int (*fn_start)(const char *, char *, size_t);
+	int (*fn_start)(const char *, char *, size_t, _Atomic uint64_t *);
 	int (*fn_poll)(void);
 	void *h;
 	int rc;
@@ -46,7 +47,8 @@ static int start(const char *args)
 			"%s (METAROCE_ENGINE_MODULE names it)\n", mod, dlerror());
 		return -ELIBACC;
 	}
-	fn_start = (int (*)(const char *, char *, size_t))dlsym(h, "mrd_embed_start");
+	fn_start = (int (*)(const char *, char *, size_t, _Atomic uint64_t *))dlsym(h,
+										  "mrd_embed_start");
 	fn_poll = (int (*)(void))dlsym(h, "mrd_embed_poll");
 	g_stop = (void (*)(void))dlsym(h, "mrd_embed_stop");
 	mrc_embed_kick_fn = (void (*)(void))dlsym(h, "mrd_embed_kick");
@@ -57,7 +59,7 @@ static int start(const char *args)
 		g_stop = NULL;
 		return -ELIBBAD;
 	}
-	rc = fn_start(args, g_sock, sizeof(g_sock));
+	rc = fn_start(args, g_sock, sizeof(g_sock), &mrc_embed_polls);
 	if (rc < 0) {
 		fprintf(stderr, "libmetaroce: METAROCE_ENGINE: the embedded daemon did not start "
 			"(%s; its messages above)\n", mrc_strerror(rc));
@@ -91,5 +93,8 @@ int mrc_progress(void)
 {
 	int (*fn)(void) = mrc_embed_poll_fn;
 
-	return fn != NULL ? fn() : 0;
+	if (fn == NULL)
+		return 0;
+	mrc_embed_note_poll();
+	return fn();
 }

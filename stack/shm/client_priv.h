@@ -5,6 +5,7 @@
 #define MR_SHM_CLIENT_PRIV_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -18,6 +19,16 @@ extern int (*mrc_embed_poll_fn)(void);
 /* ... and its helper thread's wake-up: the app is about to block (event wait, control call). */
 extern void (*mrc_embed_kick_fn)(void);
 int mrc_embed_open(const char **sock);
+/* The app polls (every mrc_poll_cq and mrc_progress): the module's helper thread only takes
+ * over the engine when this stops moving. A plain increment, no locked add: the helper needs
+ * to see a change, and one lost among several polling threads still is one. */
+extern _Atomic uint64_t mrc_embed_polls;
+static inline void mrc_embed_note_poll(void)
+{
+	atomic_store_explicit(&mrc_embed_polls,
+			      atomic_load_explicit(&mrc_embed_polls, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+}
 
 enum mrc_obj_type { MRC_OBJ_BUF = 1, MRC_OBJ_PD, MRC_OBJ_MR, MRC_OBJ_CQ, MRC_OBJ_QP, MRC_OBJ_SRQ };
 
