@@ -414,9 +414,15 @@ mr_run() {
 		return 1
 	fi
 	sh=$(cpu_share "$work/s1" "$work/s2" "$(echo "$t1 - $t0" | bc -l)" "metaroced")
-	python3 - "$work/$key.json" "$res" "$key" "$(echo "$sh" | tail -1)" "$(echo "$sh" | head -1)" <<'PY'
+	mr_record "$key" "$(echo "$sh" | tail -1)" "engine cores" "$(echo "$sh" | head -1)"
+}
+
+# mr_record KEY CORES LABEL DETAIL: the mrperf client's JSON ($work/KEY.json) into the results,
+# with the CPU it took (CORES, printed as "LABEL CORES (DETAIL)").
+mr_record() {
+	python3 - "$work/$1.json" "$res" "$1" "$2" "$3" "$4" <<'PY'
 import json, sys
-j, res, key, cores, threads = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+j, res, key, cores, label, detail = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6].strip()
 r = j["results"][-1]
 with open(res, "a") as f:
     if "BW_average" in r:
@@ -427,8 +433,8 @@ with open(res, "a") as f:
                 (key, r["t_typical"], key, r["percentile_99"], key, r["percentile_99_9"]))
         line = "one-way (RTT/2, as perftest) p50 %.2f us, p99 %.2f us, p99.9 %.2f us" % (r["t_typical"], r["percentile_99"], r["percentile_99_9"])
     f.write("mr.%s_cores %s\n" % (key, cores))
-    f.write('mr.%s_cpu "%s"\n' % (key, threads.strip()))
-print("  %-14s %s; engine cores %s (%s)" % (key, line, cores, threads.strip()))
+    f.write('mr.%s_cpu "%s"\n' % (key, detail))
+print("  %-22s %s; %s %s (%s)" % (key, line, label, cores, detail))
 PY
 }
 
@@ -470,31 +476,12 @@ mr_embed_run() {
 		note "mr_$key" "embedded mrperf $t $* failed (exit $rc): $(grep -v '^metaroced' "$work/$key-client.log" | tail -1)"
 		return 1
 	fi
-	python3 - "$work/$key.json" "$res" "$key" "$(tail -1 "$work/$key.time")" \
-		"$(tail -1 "$work/$key.stime")" "$t0" "$t1" <<'PY'
-import json, sys
-j, res, key = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
-cu, cs = (float(x) for x in sys.argv[4].split())
-try:
-    su, ss = (float(x) for x in sys.argv[5].split())
-except ValueError:
-    su = ss = 0.0
-t0, t1 = float(sys.argv[6]), float(sys.argv[7])
-secs = t1 - t0
-cli, srv = (cu + cs) / secs, (su + ss) / secs
-cores = cli + srv
-r = j["results"][-1]
-with open(res, "a") as f:
-    if "BW_average" in r:
-        f.write("mr.%s_gbps %s\nmr.%s_mpps %s\n" % (key, r["BW_average"], key, r["MsgRate"]))
-        line = "%.2f Gb/s, %.4f Mmsg/s" % (r["BW_average"], r["MsgRate"])
-    else:
-        f.write("mr.%s_p50_us %s\nmr.%s_p99_us %s\nmr.%s_p999_us %s\n" %
-                (key, r["t_typical"], key, r["percentile_99"], key, r["percentile_99_9"]))
-        line = "one-way (RTT/2, as perftest) p50 %.2f us, p99 %.2f us, p99.9 %.2f us" % (r["t_typical"], r["percentile_99"], r["percentile_99_9"])
-    f.write("mr.%s_cores %.3f\n" % (key, cores))
-print("  %-22s %s; app+engine cores %.2f (client %.0f%%, server %.0f%% of the client's run, start-up included)" % (key, line, cores, cli * 100, srv * 100))
-PY
+	# user+system seconds of each process ("U S" from bash's time) over the client's wall time
+	set -- $(tail -1 "$work/$key.time") $(tail -1 "$work/$key.stime")
+	set -- "$(echo "($1 + $2) / ($t1 - $t0)" | bc -l)" "$(echo "(${3:-0} + ${4:-0}) / ($t1 - $t0)" | bc -l)"
+	mr_record "$key" "$(printf '%.3f' "$(echo "$1 + $2" | bc -l)")" "app+engine cores" \
+		"$(printf 'client %.0f%%, server %.0f%% of the client run, start-up included' \
+			"$(echo "$1 * 100" | bc -l)" "$(echo "$2 * 100" | bc -l)")"
 }
 
 mr_bulk() { # KEY-SUFFIX: WRITE at every BW_SIZES size and READ 64 KiB, apps asleep on events
