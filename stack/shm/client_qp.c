@@ -342,6 +342,28 @@ static void publish(struct mrc_qp *qp, struct mrc_ring_hdr *r, uint32_t prod)
 		mrc_db_ring(qp->o.s->db, qp->db_slot);
 }
 
+/* Asks for the line at p in a writable state (x86 PREFETCHW; elsewhere the compiler's hint). */
+static inline void prefetch_w(const void *p)
+{
+#if defined(__x86_64__)
+	__asm__ volatile("prefetchw %0" : : "m"(*(const uint8_t *)p));
+#else
+	__builtin_prefetch(p, 1);
+#endif
+}
+
+/* After a post: the next SQ slot's header and first SGE line, which the daemon last read (a
+ * shared line here), are requested for writing now, so that the next post's entry stores do
+ * not wait for that ownership in the doorbell's fence (perf: the fence was 3/4 of an 8-byte
+ * post, waiting for the entry's and the index's lines). A hint only: nothing is written. */
+static inline void sq_prefetch_next(struct mrc_qp *qp)
+{
+	uint8_t *p = mrc_ring_entry(qp->sq, qp->sq_prod, qp->sq_size - 1, sizeof(struct mrc_sqe));
+
+	prefetch_w(p);
+	prefetch_w(p + offsetof(struct mrc_sqe, u));
+}
+
 int mrc_post_send(struct mrc_qp *qp, const struct mr_send_wr *wr)
 {
 	int rc;
@@ -349,8 +371,10 @@ int mrc_post_send(struct mrc_qp *qp, const struct mr_send_wr *wr)
 	if (qp == NULL)
 		return -EINVAL;
 	rc = sq_write(qp, wr);
-	if (rc == 0)
+	if (rc == 0) {
 		publish(qp, qp->sq, qp->sq_prod);
+		sq_prefetch_next(qp);
+	}
 	return rc;
 }
 
@@ -365,8 +389,10 @@ int mrc_post_send_batch(struct mrc_qp *qp, const struct mr_send_wr *wrs, int n)
 		if (rc < 0)
 			break;
 	}
-	if (i > 0)
+	if (i > 0) {
 		publish(qp, qp->sq, qp->sq_prod); /* one index store for the whole batch */
+		sq_prefetch_next(qp);
+	}
 	return i > 0 ? i : rc;
 }
 

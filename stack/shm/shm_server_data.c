@@ -279,6 +279,18 @@ static void qp_break(struct mr_shm_session *s, struct mr_shm_qp *qp)
 		ops->modify_qp(s->srv->be, qp->be, &a, MRC_QP_STATE);
 }
 
+#define SQ_PREFETCH 4 /* SQ entries read ahead */
+
+/* Starts loading SQ entry idx (header and first SGE line: all an SGE or small-inline WR reads).
+ * Only a hint: the entry is still copied out and checked as any other ring read. */
+static inline void sqe_prefetch(const struct mr_shm_qp *qp, uint32_t idx)
+{
+	const uint8_t *p = mrc_ring_entry(qp->sq, idx, qp->sq_size - 1, sizeof(struct mrc_sqe));
+
+	__builtin_prefetch(p);
+	__builtin_prefetch(p + offsetof(struct mrc_sqe, u));
+}
+
 /* *more is set when entries remain (budget, backend queue or CQ full): the doorbell path rings
  * the QP again itself so that they are not left waiting for the app's next post. */
 static int qp_drain_sq(struct mr_shm_session *s, struct mr_shm_qp *qp, bool *more)
@@ -295,11 +307,18 @@ static int qp_drain_sq(struct mr_shm_session *s, struct mr_shm_qp *qp, bool *mor
 		*more = true; /* the backend's queue is full: retried on a later poll */
 		return 0;
 	}
+	/* The app wrote these entries on another CPU: each first read is a cache miss (perf: 40 % of
+	 * this function at 8 B WRITEs). Asking for the next SQ_PREFETCH entries' header and first
+	 * SGE line ahead overlaps those misses instead of taking them one by one. */
+	for (uint32_t k = 1; k <= SQ_PREFETCH && k < ready; k++)
+		sqe_prefetch(qp, qp->sq_cons + k);
 	while (ready > 0 && n < WR_BUDGET) {
 		struct mrc_sqe e;
 		struct mr_send_wr wr;
 		int st, rc = 0;
 
+		if (ready > SQ_PREFETCH)
+			sqe_prefetch(qp, qp->sq_cons + SQ_PREFETCH);
 		sqe_copy(&e, mrc_ring_entry(qp->sq, qp->sq_cons, qp->sq_size - 1, sizeof(e)));
 		st = sqe_to_wr(s, qp, &e, &wr);
 		if (st == 0) {
@@ -450,6 +469,13 @@ static int drain_rung(struct mr_shm_session *s, const uint32_t *leaf, const uint
 
 				if (qp == NULL || qp->broken)
 					continue;
+				/* The receive pass starts loading what the send pass reads first
+				 * (the app's producer index and next entry: misses, written on
+				 * another CPU), so that the QPs' misses overlap. */
+				if (pass == 0) {
+					__builtin_prefetch(&qp->sq->prod);
+					sqe_prefetch(qp, qp->sq_cons);
+				}
 				work += pass == 0 ? qp_drain_rq(s, qp, &more) :
 						    qp_drain_sq(s, qp, &more);
 				if (more) {
