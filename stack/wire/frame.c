@@ -85,6 +85,26 @@ static uint16_t csum_fold(uint32_t sum)
 	return (uint16_t)sum;
 }
 
+/* RFC 791 header check: the one's complement sum of the header (checksum included) is 0xffff.
+ * Summed as 32-bit words in host order and folded (RFC 1071 2(B)/(C): the sum does not depend on
+ * byte order or on the word width, and 0xffff swapped is 0xffff): five loads for a 20-byte
+ * header where the 16-bit loop took ten, 4 % of a receiving engine's cycles at 8 B WRITEs
+ * (perf). iphl is a multiple of 4 (IHL counts 32-bit words). */
+static bool ipv4_hdr_csum_ok(const uint8_t *ip, uint32_t iphl)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < iphl; i += 4) {
+		uint32_t w;
+
+		memcpy(&w, ip + i, sizeof(w));
+		sum += w;
+	}
+	sum = (sum & 0xffffffffu) + (sum >> 32);
+	sum = (sum & 0xffffffffu) + (sum >> 32);
+	return csum_fold((uint32_t)(sum & 0xffff) + (uint32_t)(sum >> 16)) == 0xffff;
+}
+
 /* The checksum (host order) of the 20-byte header mr_frame_build writes: version 4, IHL 5, DF,
  * protocol UDP; the same one's complement sum over its ten 16-bit words. */
 static uint16_t ipv4_csum_of(uint8_t tos, uint16_t tot_len, uint16_t id, uint8_t ttl,
@@ -235,7 +255,7 @@ enum mr_parse_result mr_frame_parse(const uint8_t *frame, uint32_t len, bool che
 		 * verified without reassembly, which a RoCE receiver does not do. */
 		if (mr_get_be16(ip + 6) & IPV4_MF_OFF_MASK)
 			return MR_PARSE_BAD_IP;
-		if (csum_fold(csum_add(0, ip, iphl)) != 0xffff)
+		if (!ipv4_hdr_csum_ok(ip, iphl))
 			return MR_PARSE_BAD_IP_CSUM;
 		tot = mr_get_be16(ip + 2);
 		if (tot < iphl + UDP_HLEN)
