@@ -171,6 +171,13 @@ static void *bg_main(void *arg)
 			continue;
 		}
 		if (try_take()) {
+			/* First an iteration without control requests: the timers that came due
+			 * while the app did not poll (a delayed ACK, RC_DELAYED_ACK_NS) fire and
+			 * their frames leave before a request such as a QP's destroy, which the
+			 * app sends right after its last completion, can drop them (the peer then
+			 * retried into a closed port: RETRY_EXC_ERR in mr_xfer's initiator). */
+			g_loop.next_ctl = mr_now_ns() + CTL_PERIOD_NS;
+			work += iter_locked(d);
 			g_loop.ctl_now = true; /* the app may be blocked in a control request */
 			for (i = 0; i < BG_BATCH; i++)
 				work += iter_locked(d);
@@ -282,21 +289,27 @@ int mrd_embed_poll(void)
 }
 
 /* The app is ending: what the engine still owes its peers goes out first. An app's poll that
- * ran a receive half only (poll_locked) left that iteration's ACKs unsent, and an app often
- * ends right after its last completion: the peer would retry into a closed port until its
- * QP fails (RETRY_EXC_ERR; seen with mr_xfer's target). Iterations until DRAIN_IDLE in a row
- * did nothing, at most DRAIN_NS. */
-#define DRAIN_IDLE 64
+ * ran a receive half only (poll_locked) left that iteration's ACKs unsent, a responder's
+ * coalesced ACK waits for its delayed-ACK timer (RC_DELAYED_ACK_NS), and an app often ends
+ * right after its last completion: the peer would retry into a closed port until its QP fails
+ * (RETRY_EXC_ERR; seen with mr_xfer's target, also while this drain stopped after 64 idle
+ * iterations, before that timer). Iterations until DRAIN_QUIET_NS without work, at most
+ * DRAIN_NS. */
+#define DRAIN_QUIET_NS 1000000ull
 #define DRAIN_NS 20000000ull
 static void drain(struct mr_daemon *d)
 {
-	uint64_t t0 = mr_now_ns();
-	unsigned int idle = 0;
+	uint64_t t0 = mr_now_ns(), last = t0, now = t0;
 
 	while (!try_take())
 		nap_us(BG_IDLE_US);
-	while (idle < DRAIN_IDLE && mr_now_ns() - t0 < DRAIN_NS)
-		idle = iter_locked(d) > 0 ? 0 : idle + 1;
+	while (now - last < DRAIN_QUIET_NS && now - t0 < DRAIN_NS) {
+		bool work = iter_locked(d) > 0;
+
+		now = mr_now_ns();
+		if (work)
+			last = now;
+	}
 	give_back();
 }
 

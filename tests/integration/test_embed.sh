@@ -123,6 +123,10 @@ daemon_a() {
 	DA=$!
 	ITL_PIDS+=("$DA")
 	itl_wait_for 20 test -S "$ITL_WORK/a.sock" || itl_fail "daemon a did not start"
+	# Its link comes up when it has connected to the embedded server's memif (followed every
+	# 100 ms): a client started before that finds the port down.
+	itl_wait_for 20 grep -qE "port 0 up=1|port 0: link up" "$ITL_WORK/daemon-a.log" ||
+		itl_fail "daemon a's memif link did not come up"
 }
 DA=
 CLI_SOCK="$ITL_WORK/a.sock" BEFORE_CLIENT=daemon_a pair mixed write_bw -s 65536 -n 1000 --verify
