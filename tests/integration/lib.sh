@@ -34,6 +34,8 @@ itl_fail() {
 		echo "---- $f (tail)" >&2
 		tail -n 40 "$f" >&2
 	done
+	# again last: meson's report keeps only the last 100 lines of a failed test
+	echo "$ITL_NAME: FAIL: $*" >&2
 	exit 1
 }
 

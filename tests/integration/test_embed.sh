@@ -46,6 +46,11 @@ emb() {
 	ITL_BG_PID=$!
 	ITL_PIDS+=("$ITL_BG_PID")
 }
+# An embedded engine ends without closing its port (mrd_finish), so b's memif socket file
+# outlives it. A memif client that meets that stale file before the next server replaced it is
+# refused and does not try again (DPDK 22.11 net_memif): its link stays down. So the file goes
+# before each server starts, and each client waits until the new server has made it.
+memif_server_gone() { rm -f "$ITL_WORK/memif.sock"; }
 # pair NAME TEST ARGS...: mrperf server embedded on b, client embedded on a (CLI_SOCK set: the
 # client goes through that daemon instead, started by $BEFORE_CLIENT once b's memif socket is
 # there); asserts exit 0, a result and, with --verify, verified bytes and none corrupted.
@@ -53,15 +58,15 @@ pair() {
 	local name=$1 t=$2 ps pc rcs rcc
 	shift 2
 	ITL_PORT=$(( ${ITL_PORT:-$((20000 + $$ % 20000))} + 1 ))
+	memif_server_gone
 	emb "$name-srv" b timeout 120 "$ITL_MRPERF" "$t" "$@" -u "$ITL_ACK_TIMEOUT" -p "$ITL_PORT"
 	ps=$ITL_BG_PID
+	itl_wait_for 20 test -S "$ITL_WORK/memif.sock" || itl_fail "$name: no memif socket"
 	if [ -n "${CLI_SOCK:-}" ]; then
-		itl_wait_for 20 test -S "$ITL_WORK/memif.sock" || itl_fail "$name: no memif socket"
 		$BEFORE_CLIENT
 		itl_bg "$name-cli" timeout 120 "$ITL_MRPERF" "$t" "$@" -u "$ITL_ACK_TIMEOUT" \
 			-p "$ITL_PORT" --sock "$CLI_SOCK" 127.0.0.1
 	else
-		sleep 0.5
 		emb "$name-cli" a timeout 120 "$ITL_MRPERF" "$t" "$@" -u "$ITL_ACK_TIMEOUT" \
 			-p "$ITL_PORT" 127.0.0.1
 	fi
@@ -100,10 +105,11 @@ pair write_lat write_lat -s 8 -n 5000
 pair send_lat_ev send_lat -s 8 -n 1000 -e
 
 mkdir -p "$ITL_WORK/xfer"
+memif_server_gone
 emb xfer-b b "$ITL_XFER" --role b --sock /nonexistent --dir "$ITL_WORK/xfer" --timeout 120 --qps 4 \
 	--sizes 1,4096,65537,1M --iters 2
 pb=$ITL_BG_PID
-sleep 0.5
+itl_wait_for 20 test -S "$ITL_WORK/memif.sock" || itl_fail "xfer: no memif socket"
 emb xfer-a a "$ITL_XFER" --role a --sock /nonexistent --dir "$ITL_WORK/xfer" --timeout 120 --qps 4 \
 	--sizes 1,4096,65537,1M --iters 2
 pa=$ITL_BG_PID
