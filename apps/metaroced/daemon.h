@@ -100,7 +100,7 @@ struct mr_qp_snap {
 	uint8_t transport, cc;      /* enum mr_transport, enum mr_cc_algo */
 	uint16_t n_entropies;
 	bool cc_on;
-	uint64_t cc_rate_bps, cc_cwnd_bytes; /* UINT64_MAX: unlimited */
+	uint64_t cc_rate_bps, cc_rate_min_bps, cc_cwnd_bytes; /* UINT64_MAX: unlimited */
 };
 
 /* A shard's counters copied by the shard itself (its objects are single-threaded): the control

@@ -64,7 +64,8 @@ static void snap_qp(void *arg, const struct mr_qp *qp)
 			q->cc = (uint8_t)a.cc;
 			q->n_entropies = a.n_entropies;
 		}
-		if (mr_qp_get_cc_state(qp, &q->cc_on, &q->cc_rate_bps, &q->cc_cwnd_bytes) < 0)
+		if (mr_qp_get_cc_state(qp, &q->cc_on, &q->cc_rate_bps, &q->cc_rate_min_bps,
+				       &q->cc_cwnd_bytes) < 0)
 			q->cc_on = false;
 	}
 	d->snap.nqps++;

@@ -234,6 +234,7 @@ static void doc_qp(struct doc *d, const struct mr_cnt_sink *k, const struct mr_q
 	gauge(d, "path_mtu", q->path_mtu);
 	gauge(d, "entropies", q->n_entropies);
 	gauge(d, "cc_rate_bps", q->cc_rate_bps);
+	gauge(d, "cc_rate_min_bps", q->cc_rate_min_bps);
 	gauge(d, "cc_cwnd_bytes", q->cc_cwnd_bytes);
 	mr_cnt_qp(k, &q->s);
 }

@@ -34,6 +34,8 @@ void mr_cc_set_rate(struct mr_cc *cc, uint64_t now, uint64_t rate_bps)
 	uint64_t old = cc->rate_bps;
 
 	cc->rate_bps = rate_bps;
+	if (rate_bps < cc->rate_min_bps)
+		cc->rate_min_bps = rate_bps;
 	if (rate_bps > old && old != 0 && cc->next_send_ns > now) {
 		unsigned __int128 gap = (unsigned __int128)(cc->next_send_ns - now) * old;
 
@@ -84,6 +86,7 @@ int mr_cc_init(struct mr_cc *cc, enum mr_cc_algo algo, const struct mr_cc_params
 	cc->next_send_ns = now;
 	if (ops->init)
 		ops->init(cc, now);
+	cc->rate_min_bps = cc->rate_bps;
 	return 0;
 }
 

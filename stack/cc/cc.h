@@ -73,6 +73,8 @@ struct mr_cc {
 	/* outputs */
 	uint64_t rate_bps;    /* pacing rate, UINT64_MAX = unpaced */
 	uint64_t cwnd_bytes;  /* congestion window, UINT64_MAX = unbounded */
+	uint64_t rate_min_bps; /* the lowest rate_bps since init (statistics: a cut that
+				* recovered within microseconds still shows) */
 	uint64_t next_send_ns; /* pacing: earliest time the next packet may leave */
 	/* per-path congestion score for path-aware spraying: higher = avoid (decays over time) */
 	uint32_t path_penalty[MR_CC_MAX_PATHS];

@@ -162,12 +162,14 @@ int rc_resp_cnp_tx(struct mr_qp *qp, struct mr_tx_pkt *out)
 }
 
 int mr_qp_get_cc_state(const struct mr_qp *qp, bool *cc_on, uint64_t *rate_bps,
-		       uint64_t *cwnd_bytes)
+		       uint64_t *rate_min_bps, uint64_t *cwnd_bytes)
 {
-	if (qp == NULL || cc_on == NULL || rate_bps == NULL || cwnd_bytes == NULL)
+	if (qp == NULL || cc_on == NULL || rate_bps == NULL || rate_min_bps == NULL ||
+	    cwnd_bytes == NULL)
 		return -EINVAL;
 	*cc_on = qp->cc_on;
 	*rate_bps = qp->cc_on ? qp->cc.rate_bps : UINT64_MAX;
+	*rate_min_bps = qp->cc_on ? qp->cc.rate_min_bps : UINT64_MAX;
 	*cwnd_bytes = qp->cc_on ? qp->cc.cwnd_bytes : UINT64_MAX;
 	return 0;
 }

@@ -222,10 +222,11 @@ struct mr_qp_stats {
 };
 int mr_qp_get_stats(const struct mr_qp *qp, struct mr_qp_stats *st);
 
-/* The QP's congestion-control state now (for statistics): rate in bit/s and window in bytes,
- * UINT64_MAX when unlimited or no controller; cc_on false without one. 0 or -EINVAL. */
+/* The QP's congestion-control state now (for statistics): rate in bit/s, the lowest rate since
+ * the QP's controller started and window in bytes, UINT64_MAX when unlimited or no controller;
+ * cc_on false without one. 0 or -EINVAL. */
 int mr_qp_get_cc_state(const struct mr_qp *qp, bool *cc_on, uint64_t *rate_bps,
-		       uint64_t *cwnd_bytes);
+		       uint64_t *rate_min_bps, uint64_t *cwnd_bytes);
 
 struct mr_ctx_stats {
 	uint64_t rx_unknown_qp;

@@ -45,6 +45,7 @@ static void test_defaults(void **state)
 
 	assert_int_equal(mr_cc_init(&cc, MR_CC_DCQCN, &p, 0), 0);
 	assert_true(cc.rate_bps == LINE);
+	assert_true(cc.rate_min_bps == LINE);
 	assert_true(cc.cwnd_bytes == UINT64_MAX);
 	assert_true(cc.ops->next_timer(&cc) == UINT64_MAX); /* nothing to do before a CNP */
 	/* first CNP with alpha = 1 halves the rate; both timers arm 55 us later */
@@ -57,6 +58,11 @@ static void test_defaults(void **state)
 	cc.ops->on_loss(&cc, 2000, 1024, 0);
 	cc.ops->on_timeout(&cc, 2000);
 	assert_true(cc.rate_bps == LINE / 2);
+	/* the timers raise the rate again; the lowest rate stays recorded */
+	for (uint64_t t = 1000 + 55 * US; t < 1000 + 100 * 55 * US; t += 55 * US)
+		cc.ops->on_timer(&cc, t);
+	assert_true(cc.rate_bps > LINE / 2);
+	assert_true(cc.rate_min_bps == LINE / 2);
 }
 
 /* k CNPs back to back (no time for timers): Rt = Rc, Rc *= 1 - a/2, a = (1 - g) a + g. */

@@ -8,8 +8,10 @@
 #     impair_tx_ce_marked) and sent CNPs (np_cnp_sent > 0, at most one per 50 us per QP);
 #   - A, the reaction point, handled every CNP (rp_cnp_handled = CNPs received > 0, ignored 0)
 #     with DCQCN, which the daemon runs for plain RC QPs when ECN is on;
-#   - the sender's rate fell: the QP's DCQCN rate (mrstat qp, cc_rate_bps, sampled with
-#     --watch during the transfer) went below 3/4 of the line rate it started at.
+#   - the sender's rate fell: the QP's lowest DCQCN rate (mrstat qp cc_rate_min_bps, sampled
+#     with --watch during the transfer) went below 3/4 of the line rate it started at. (Its
+#     rate now, cc_rate_bps, recovers within milliseconds: on a loaded host the transfer ran
+#     near the marking rate, and 0.3-s samples saw 9.998-10 Gb/s.)
 # Exit 0 pass, 1 fail, 77 skip. Usage: test_ecn_cnp.sh BUILD_DIR
 set -u
 . "$(dirname "$0")/../integration/lib.sh"
@@ -59,7 +61,7 @@ qps = [q for w in watch for q in w["qps"] if q["transport"] == "roce"]
 assert qps, "no plain RC QP sampled"
 assert all(q["cc"] == "dcqcn" for q in qps), set(q["cc"] for q in qps)
 line = json.load(open(sys.argv[2]))["link"]["link_speed_mbps"] * 1e6
-rates = [q["cc_rate_bps"] for q in qps]
+rates = [q["cc_rate_min_bps"] for q in qps]
 assert min(rates) < 0.75 * line, ("DCQCN rate did not fall", rates, line)
 assert a["impair_tx_ce_marked"] > 0, a["impair_tx_ce_marked"]
 assert b["np_ecn_marked_roce_packets"] == a["impair_tx_ce_marked"], \
@@ -70,9 +72,9 @@ assert a["rp_cnp_handled"] > 0 and a["rp_cnp_ignored"] == 0, (a["rp_cnp_handled"
 assert a["rx_cnp_pkts"] == a["rp_cnp_handled"] == b["np_cnp_sent"], \
     (a["rx_cnp_pkts"], a["rp_cnp_handled"], b["np_cnp_sent"])
 print("ecn_cnp: CE marked %d, B np_ecn_marked_roce_packets %d np_cnp_sent %d, A rp_cnp_handled %d;"
-      " A's DCQCN rate %.2f -> min %.3f Gb/s (line %.1f)"
+      " A's lowest DCQCN rate %.3f Gb/s (line %.1f)"
       % (a["impair_tx_ce_marked"], b["np_ecn_marked_roce_packets"], b["np_cnp_sent"],
-         a["rp_cnp_handled"], rates[0] / 1e9, min(rates) / 1e9, line / 1e9))
+         a["rp_cnp_handled"], min(rates) / 1e9, line / 1e9))
 PY
 itl_ok "CNPs sent and handled for a plain RC QP, the sender's rate fell"
 itl_daemon_stop a
