@@ -115,6 +115,12 @@ cpu_snap() {
 		done
 	done
 }
+# sys_snap: "busy" jiffies of the whole machine (/proc/stat: user+nice+system+irq+softirq;
+# idle, iowait and the hypervisor's steal left out). sys_cores SNAP1 SNAP2 SECONDS: the cores the
+# whole machine used between two snapshots: every process and the kernel's softirq work,
+# wherever it ran (ksoftirqd, another task's context), which a process's own accounting misses.
+sys_snap() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8; exit }' /proc/stat; }
+sys_cores() { echo "$1 $2 $3" | awk -v hz="$hz" '{ printf "%.3f", ($2 - $1) / hz / $3 }'; }
 # cpu_share SNAP1 SNAP2 SECONDS LABEL: prints "LABEL:comm=NN%" for threads above 3%, and the sum
 # of all of them (cores) on the last line.
 cpu_share() {
@@ -235,13 +241,17 @@ tcp_mtu() { # MTU KEY
 		srv=$!
 		pids+=($srv)
 		sleep 0.5
+		local s0 s1 t0 t1
+		s0=$(sys_snap) t0=$(date +%s.%N)
 		ip netns exec "$a" taskset -c "$cpu_a" iperf3 -c 198.18.77.2 -p 5201 -t "$T" -J \
 			> "$work/iperf.json" 2> "$work/iperf.err"
+		s1=$(sys_snap) t1=$(date +%s.%N)
 		wait $srv 2>/dev/null
 		pids=("${pids[@]:0:${#pids[@]}-1}")
-		python3 - "$work/iperf.json" "$res" "$key" <<'PY'
+		python3 - "$work/iperf.json" "$res" "$key" \
+			"$(sys_cores "$s0" "$s1" "$(echo "$t1 - $t0" | bc -l)")" <<'PY'
 import json, sys
-key = sys.argv[3]
+key, sysc = sys.argv[3], float(sys.argv[4])
 try:
     j = json.load(open(sys.argv[1]))
     bps = j["end"]["sum_received"]["bits_per_second"]
@@ -251,10 +261,10 @@ except Exception as e:
     open(sys.argv[2], "a").write('note_%s "iperf3 gave no result: %s"\n' % (key, e))
     sys.exit(0)
 with open(sys.argv[2], "a") as f:
-    f.write("%s.bps %d\n%s.cores %.3f\n%s.sender_cpu %.1f\n%s.receiver_cpu %.1f\n" %
-            (key, bps, key, (host + remote) / 100, key, host, key, remote))
+    f.write("%s.bps %d\n%s.cores %.3f\n%s.sender_cpu %.1f\n%s.receiver_cpu %.1f\n%s.sys_cores %.3f\n" %
+            (key, bps, key, (host + remote) / 100, key, host, key, remote, key, sysc))
 print("  iperf3 one stream: %.2f Gb/s, sender %.0f%% + receiver %.0f%% of a core (iperf3's own "
-      "accounting: process user+system time)" % (bps / 1e9, host, remote))
+      "accounting: process user+system time); the whole machine %.2f cores" % (bps / 1e9, host, remote, sysc))
 PY
 	else
 		note "$key" "iperf3 not installed"
@@ -355,7 +365,7 @@ mr_stop() {
 # CPU share is that of the two mrperf processes (app and engine together).
 mr_pin= mr_embed=0
 mr_run() {
-	local key=$1 t=$2 srv rc t0 t1 n pa=() pb=() sa=(--sock "$work/a.sock") sb=(--sock "$work/b.sock")
+	local key=$1 t=$2 srv rc t0 t1 s0 s1 n pa=() pb=() sa=(--sock "$work/a.sock") sb=(--sock "$work/b.sock")
 	shift 2
 	case $mr_pin in
 	cross) pa=(taskset -c "$cpu_b") pb=(taskset -c "$cpu_a") ;;
@@ -393,13 +403,18 @@ mr_run() {
 	# The CPU window spans both snapshots (each reads every thread's stat: tens of ms), so
 	# that a short run cannot show a thread above 100 %.
 	t0=$(date +%s.%N)
+	s0=$(sys_snap)
 	cpu_snap $da $db > "$work/s1"
 	"${pa[@]}" timeout 120 "$bdir/apps/mrperf/mrperf" "$t" "$@" -p $MR_PORT --report_gbits \
 		--sock "$work/a.sock" --json "$work/$key.json" 127.0.0.1 > "$work/$key-client.log" 2>&1
 	rc=$?
 	cpu_snap $da $db > "$work/s2"
+	s1=$(sys_snap)
 	t1=$(date +%s.%N)
 	wait $srv 2>/dev/null
+	local sysc
+	sysc=$(sys_cores "$s0" "$s1" "$(echo "$t1 - $t0" | bc -l)")
+	put "mr.${key}_sys_cores" "$sysc"
 	# What the run lost and recovered, per daemon (a drop anywhere costs plain RC a timeout or
 	# a go-back-N resend: the first thing to read when a figure is low).
 	for n in a b; do
@@ -414,7 +429,7 @@ mr_run() {
 		return 1
 	fi
 	sh=$(cpu_share "$work/s1" "$work/s2" "$(echo "$t1 - $t0" | bc -l)" "metaroced")
-	mr_record "$key" "$(echo "$sh" | tail -1)" "engine cores" "$(echo "$sh" | head -1)"
+	mr_record "$key" "$(echo "$sh" | tail -1)" "engine cores" "$(echo "$sh" | head -1)machine $sysc cores"
 }
 
 # mr_record KEY CORES LABEL DETAIL: the mrperf client's JSON ($work/KEY.json) into the results,
