@@ -623,6 +623,12 @@ bw_ratios("", "write_bw_65536_mtu4096", 4154, "tcpj")
 bw_ratios("_1024", "write_bw_65536", 1082, "tcp")
 r16 = g("mr.write_rate_8_q16_mpps")
 top["rate_vs_memif"] = ratio(r16 * 1e6 if r16 else None, g("memif.pps_82"))
+# The same per engine core (the must-show's wording): messages/s per core the two engines used
+# against frames/s per core the two memif pollers used. The apps' CPU is not in it (app a
+# shares CPU b with engine b; the machine's total is printed beside each run).
+c16, mc = g("mr.write_rate_8_q16_cores"), g("memif.cores_82")
+top["rate_per_core_vs_memif"] = (ratio(r16 * 1e6 / c16, g("memif.pps_82") / mc)
+                                 if r16 and c16 and mc and g("memif.pps_82") else None)
 # perftest's (and mrperf's) ping-pong latency is half a round trip (RTT / 2 per sample):
 # doubled, it is compared with memif_pingpong's full round trip.
 def rtt(k):
@@ -646,6 +652,7 @@ for k, src in (("write_vs_memif", "write_bw/memif"), ("write_vs_tcp", "write_bw/
                ("write_per_core_vs_tcp", "write_bw/iperf3 CPU"),
                ("write_vs_memif_1024", "write_bw/memif"), ("write_vs_tcp_1024", "write_bw/iperf3"),
                ("write_per_core_vs_tcp_1024", "write_bw/iperf3 CPU"), ("rate_vs_memif", "rate/memif"),
+               ("rate_per_core_vs_memif", "rate per engine core/memif per poller core"),
                ("latency_vs_memif", "embedded write_lat/memif ping-pong"),
                ("latency_send_vs_memif", "embedded send_lat/memif ping-pong"),
                ("latency_daemon_vs_memif", "write_lat/memif ping-pong"),
@@ -665,6 +672,7 @@ out_j["definitions"] = {
     "write_per_core_vs_tcp": "(WRITE goodput at IB MTU 4096 / engine cores used, both daemons) / (iperf3 goodput at MTU 4200 / CPU cores used, both ends)",
     "write_*_1024": "the same at IB MTU 1024: port mtu 1500, memif 1082-byte frames, iperf3 at MTU 1500",
     "rate_vs_memif": "8 B WRITE messages/s at 16 QPs / raw memif frames/s at 82 B",
+    "rate_per_core_vs_memif": "(8 B WRITE messages/s at 16 QPs / engine cores used, both daemons) / (raw memif frames/s at 82 B / cores its two pollers used); the apps' CPU is not counted (the machine's total is printed with each run)",
     "latency_vs_memif": "8 B write ping-pong round trip p50 (2 x perftest's one-way t_typical), metaroce run to completion (engine embedded in each mrperf, $METAROCE_ENGINE: one polling thread per side, as memif_pingpong) / raw memif 82-byte ping-pong RTT p50 (lower is better; until 2026-12-03 the daemon figure below)",
     "latency_send_vs_memif": "the same for 8 B send ping-pong (embedded, polling)",
     "latency_daemon_vs_memif": "8 B write ping-pong round trip p50 through two metaroced daemons (apps poll with --yield: 4 pollers on the machine's 2 CPUs) / raw memif ping-pong RTT p50",
@@ -678,7 +686,7 @@ print("%-26s %s" % ("ratio", "value"))
 for k in ("icrc_vs_memcpy", "icrc_vs_rte_net_crc", "icrc_vs_rte_net_crc_default", "icrc_vs_table",
           "write_vs_memif", "write_vs_tcp", "write_per_core_vs_tcp", "write_vs_memif_1024",
           "write_vs_tcp_1024", "write_per_core_vs_tcp_1024", "rate_vs_memif",
-          "rate_embed_vs_memif", "latency_vs_memif", "latency_send_vs_memif",
+          "rate_per_core_vs_memif", "rate_embed_vs_memif", "latency_vs_memif", "latency_send_vs_memif",
           "latency_daemon_vs_memif", "latency_send_events_vs_memif", "qp_scaling", "qp_scaling_64"):
     print("%-26s %s%s" % (k, top[k], "" if top[k] is not None else "   (" + why.get(k, "?") + ")"))
 for k, n in notes.items():
