@@ -9,7 +9,7 @@
 
 struct mrc_session;
 
-/* CLOCK_MONOTONIC in ns (from the TSC where it is invariant: tool_util.c). */
+/* CLOCK_MONOTONIC in ns. */
 uint64_t mr_tool_now_ns(void);
 
 /* Format fmt/ap into err (cap bytes); for a negative errno rc, append its text and the session's
