@@ -575,7 +575,6 @@ static void teardown(struct mr_daemon **sh, unsigned int n, int lsock)
 		mr_dpdk_port_tx_flush(d0->port, 0);
 	mr_engine_free_held(d0);
 	for (i = 0; i < n; i++) {
-		mr_engine_tx_stash_free(sh[i]);
 		mr_backend_destroy(sh[i]->be);
 		if (sh[i]->ctx != NULL)
 			mr_ctx_destroy(sh[i]->ctx);

@@ -37,7 +37,6 @@ struct mr_impair;
  * until ARP/ND answers or gives up). */
 #define MR_HELD_MAX 1024
 #define MR_RX_BURST 32
-#define MR_TX_STASH 16u
 /* Rx bursts per loop iteration while the port returns full bursts: after the engine lost the
  * CPU, every ACK already waiting in the ring is processed before the transport's timers run,
  * else they fire spuriously and go-back-N (IBA 9.7.5.2.1) resends windows that were acked. */
@@ -144,10 +143,6 @@ struct mr_daemon {
 
 	struct mr_dpdk_port *port;
 	struct rte_mempool *txpool;
-	/* Transport frames' mbufs taken from txpool MR_TX_STASH at a time (mr_engine_tx_mbuf):
-	 * one pool operation per 16 frames instead of one each. Counted as free in the stats. */
-	struct rte_mbuf *tx_stash[MR_TX_STASH];
-	unsigned int tx_nstash;
 	uint32_t max_frame;
 	uint8_t mac[6];
 	struct mr_ctx *ctx;
@@ -242,10 +237,6 @@ void mr_engine_rx_frame(struct mr_daemon *d, const uint8_t *frame, uint32_t len,
 /* RoCE part of the rx path (also used for frames looped back to our own GID). */
 void mr_engine_rx_roce(struct mr_daemon *d, const uint8_t *frame, uint32_t len, uint64_t now);
 /* engine_tx.c */
-/* An mbuf of txpool for a transport frame (the stash, refilled in bulk), or NULL. */
-struct rte_mbuf *mr_engine_tx_mbuf(struct mr_daemon *d);
-/* The stash back to the pool (teardown). */
-void mr_engine_tx_stash_free(struct mr_daemon *d);
 /* Send a ready frame (ARP/ND) by copy. 0 or negative errno. */
 int mr_engine_tx_copy(struct mr_daemon *d, const uint8_t *frame, uint32_t len);
 /* Drain the transport's output (at most budget packets). Returns the number produced. */

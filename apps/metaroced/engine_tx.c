@@ -248,23 +248,6 @@ void mr_engine_route_built(struct mr_daemon *d, struct rte_mbuf *m, const uint8_
 	route(d, m, gid, rc, now);
 }
 
-struct rte_mbuf *mr_engine_tx_mbuf(struct mr_daemon *d)
-{
-	if (d->tx_nstash == 0) {
-		if (rte_pktmbuf_alloc_bulk(d->txpool, d->tx_stash, MR_TX_STASH) != 0)
-			return rte_pktmbuf_alloc(d->txpool); /* fewer than a stash left */
-		d->tx_nstash = MR_TX_STASH;
-	}
-	return d->tx_stash[--d->tx_nstash];
-}
-
-void mr_engine_tx_stash_free(struct mr_daemon *d)
-{
-	if (d->tx_nstash > 0)
-		rte_pktmbuf_free_bulk(d->tx_stash, d->tx_nstash);
-	d->tx_nstash = 0;
-}
-
 /* Shard i > 0: build into an mbuf (destination MAC left to the I/O shard) and hand it over. */
 static void build_for_io(struct mr_daemon *d, struct mr_path *path, const struct mr_tx_pkt *pkt)
 {
@@ -275,7 +258,7 @@ static void build_for_io(struct mr_daemon *d, struct mr_path *path, const struct
 		memcpy(path->dmac, d->mac, 6);
 		d->st.tx_loopback++;
 	}
-	m = mr_engine_tx_mbuf(d);
+	m = rte_pktmbuf_alloc(d->txpool);
 	if (m == NULL) {
 		d->st.tx_nombuf++; /* lost: the requester's ACK timeout recovers it */
 		return;
@@ -336,7 +319,7 @@ unsigned int mr_engine_tx_transport(struct mr_daemon *d, uint64_t now, unsigned 
 		rc = lookup(d, path.dgid, now, path.dmac);
 		if (rc == 0 && d->nheld > 0 && peer_waits(d, path.dgid))
 			rc = -EAGAIN;
-		m = mr_engine_tx_mbuf(d);
+		m = rte_pktmbuf_alloc(d->txpool);
 		if (m == NULL) {
 			d->st.tx_nombuf++; /* lost: the requester's ACK timeout recovers it */
 			continue;

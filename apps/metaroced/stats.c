@@ -83,10 +83,8 @@ void mr_shard_snapshot(struct mr_daemon *d)
 	sn->policy_upgrades = mr_backend_policy_upgrades(d->be);
 	mr_ctx_get_stats(d->ctx, &sn->cs);
 	mr_ctx_get_counts(d->ctx, &sn->cnt);
-	/* The pool's count less the stashes (free mbufs, as a mempool cache's): shard 0 counts the
-	 * pool, each shard subtracts its own stash (the sum over shards, modulo 2^64, is right). */
-	sn->txpool_in_use = (d->shard_id == 0 && d->txpool != NULL ?
-			     rte_mempool_in_use_count(d->txpool) : 0) - d->tx_nstash;
+	sn->txpool_in_use = d->shard_id == 0 && d->txpool != NULL ?
+			    rte_mempool_in_use_count(d->txpool) : 0;
 	mr_shm_server_get_stats(d->srv, &sn->ss);
 	sn->nsessions = mr_shm_server_nsessions(d->srv);
 	sn->nqps = 0;
