@@ -2,6 +2,7 @@
  * metaroced rx path: Ethernet frame -> ARP/ND (neighbour module) or RoCE v2 (parse with ICRC
  * check, A17.3.4) -> transport. Every rejected frame is counted by reason, never trusted.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "daemon.h"
@@ -14,18 +15,25 @@ void mr_engine_rx_roce(struct mr_daemon *d, const uint8_t *frame, uint32_t len, 
 	struct mr_pkt pkt;
 	enum mr_parse_result r;
 
-	/* A17.3.4 / C17-x: the ICRC is checked before anything in the packet is used. */
-	r = mr_frame_parse(frame, len, true, &pkt);
+	/* A17.3.4 / C17-x: the ICRC is checked before anything in the packet is used; for RC
+	 * WRITE Middle/Last the check is fused with the payload's placement (wire/roce_pkt.h,
+	 * mr_frame_parse_deferred), and the transport makes it before it acts on the packet. */
+	r = mr_frame_parse_deferred(frame, len, &pkt);
 	if (r != MR_PARSE_OK) {
 		d->st.parse_drop[r < MR_PARSE_NR_RESULTS ? r : MR_PARSE_NOT_ROCE]++;
 		return;
 	}
 	if (!mr_backend_is_local_gid(d->be, pkt.dgid)) {
-		d->st.rx_not_for_us++;
+		if (pkt.icrc_pending && !mr_pkt_icrc_ok(&pkt))
+			d->st.parse_drop[MR_PARSE_BAD_ICRC]++;
+		else
+			d->st.rx_not_for_us++;
 		return;
 	}
-	d->st.rx_roce++;
-	mr_ctx_rx(d->ctx, &pkt, now);
+	if (mr_ctx_rx(d->ctx, &pkt, now) == -EBADMSG)
+		d->st.parse_drop[MR_PARSE_BAD_ICRC]++;
+	else
+		d->st.rx_roce++;
 }
 
 void mr_engine_rx_frame(struct mr_daemon *d, const uint8_t *frame, uint32_t len, uint64_t now)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
  * A simulated host: one struct mr_ctx (the I/O-free RC transport) with an Ethernet/IPv4 address.
  * Every packet it sends is a real RoCE v2 frame built by mr_frame_build() (ICRC included), and
- * every frame it receives goes through mr_frame_parse(check_icrc = true) before mr_ctx_rx().
+ * every frame it receives goes through mr_frame_parse_deferred() and mr_ctx_rx() (the ICRC
+ * checked on arrival, or by the transport as it places a WRITE's payload).
  */
 #ifndef MR_SIM_NODE_H
 #define MR_SIM_NODE_H

@@ -171,9 +171,13 @@ struct mr_tx_pkt {
 	uint16_t udp_sport;
 };
 
-/* Hand a parsed, ICRC-checked packet to the transport; it is dispatched by destination QPN.
- * Packets for unknown QPs or in wrong states are counted and dropped. */
-void mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now);
+/* Hand a parsed packet to the transport; it is dispatched by destination QPN. Its ICRC is
+ * checked already, or pending (mr_frame_parse_deferred): then the transport checks it before
+ * acting on the packet. Packets for unknown QPs or in wrong states are counted and dropped.
+ * Returns 0 (taken or dropped), -EBADMSG (a pending ICRC did not match: nothing was changed
+ * but the bytes of the WRITE's own target range the payload would have filled; the caller
+ * counts it as an ICRC error), -EINVAL (NULL argument). */
+int mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now);
 /* Produce the next packet to send, if any: returns 1 and fills out, or 0. Responses and ACKs
  * go before new requests; QPs are served round-robin. */
 int mr_ctx_tx(struct mr_ctx *ctx, uint64_t now, struct mr_tx_pkt *out);
@@ -181,6 +185,10 @@ int mr_ctx_tx(struct mr_ctx *ctx, uint64_t now, struct mr_tx_pkt *out);
 uint64_t mr_ctx_next_expiry(const struct mr_ctx *ctx);
 /* Run every timer that expired at or before now. */
 void mr_ctx_on_timer(struct mr_ctx *ctx, uint64_t now);
+/* Queue now the coalesced ACKs whose delayed-ACK timer would fire by `until` (a responder may
+ * acknowledge at any time, IBA 9.7.5.1.2), for an engine about to sleep past them; no other
+ * timer runs early. Returns the QPs looked at (their ACKs leave through mr_ctx_tx). */
+unsigned int mr_ctx_ack_early(struct mr_ctx *ctx, uint64_t until);
 
 /* ---- counters (rdma-stat style); all monotonically increasing ---- */
 /* Packet classes counted per direction (BTH opcode, IBA table 38; MetaRoCE by base opcode). */

@@ -322,28 +322,37 @@ static void rc_check_overrun(struct mr_qp *qp)
 		rc_qp_to_err(qp);
 }
 
-void mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
+/* A packet whose ICRC is still pending (mr_frame_parse_deferred) is checked before it is
+ * counted or dropped for any other reason: a corrupted packet is an ICRC error (A17.3.4), as
+ * it would have been had it been checked on arrival. */
+#define RC_RX_PENDING_BAD(pkt) ((pkt)->icrc_pending && !mr_pkt_icrc_ok(pkt))
+
+int mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
 {
 	struct mr_qp *qp;
 	uint32_t idx;
 	uint8_t op, b;
 
 	if (ctx == NULL || pkt == NULL)
-		return;
+		return -EINVAL;
 	idx = pkt->hdr.dqpn - ctx->p.first_qpn; /* wraps to a huge index when below first_qpn */
 	if (pkt->hdr.dqpn < ctx->p.first_qpn || idx >= ctx->p.max_qp ||
 	    (qp = ctx->qp_tab[idx]) == NULL) {
+		if (RC_RX_PENDING_BAD(pkt))
+			return -EBADMSG;
 		ctx->stats.rx_unknown_qp++;
-		return;
+		return 0;
 	}
 	rc_timer_update(qp); /* whatever the packet does to its deadlines */
 	/* Header validation before any transport processing (IBA 9.6): the BTH P_Key must be a
 	 * member of the QP's partition (10.9: equal low 15 bits; every QP here is in the default
 	 * partition 0xFFFF as a full member, so limited-member 0x7FFF matches too). */
 	if ((pkt->hdr.pkey & 0x7fff) != 0x7fff) {
+		if (RC_RX_PENDING_BAD(pkt))
+			return -EBADMSG;
 		ctx->stats.rx_bad_pkey++;
 		qp->stats.dropped++;
-		return;
+		return 0;
 	}
 	/* A connected QP takes packets only from its peer's address (IBA 9.6: the source of an
 	 * RC packet must be the QP's remote endpoint; rxe drops a network address mismatch the
@@ -351,16 +360,18 @@ void mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
 	 * in-memory ones of the transport unit tests. */
 	if (pkt->frame != NULL && qp->state != MR_QPS_RESET && qp->state != MR_QPS_INIT &&
 	    memcmp(pkt->sgid, qp->attr.path.dgid, sizeof(pkt->sgid)) != 0) {
+		if (RC_RX_PENDING_BAD(pkt))
+			return -EBADMSG;
 		ctx->stats.rx_bad_source++;
 		qp->stats.dropped++;
-		return;
+		return 0;
 	}
 	op = pkt->hdr.opcode;
 	if (op == MR_OP_CNP) { /* A17.9.3: congestion notification for our requests */
 		qp->stats.rx_pkts++;
 		rc_count_rx(qp, op);
 		qp_cc_on_cnp(qp, now);
-		return;
+		return 0;
 	}
 	/* MetaRoCE opcodes only on QPs that negotiated it (docs/metaroce-wire.md), RC opcodes
 	 * only on the others; anything else is not a transport opcode this QP takes (IBA
@@ -369,9 +380,29 @@ void mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
 	if ((qp->mrt != NULL) != mr_opcode_is_metaroce(op) ||
 	    (pkt->paylen > 0 && pkt->payload == NULL) || pkt->paylen > 4096 ||
 	    (!rc_is_request(b) && !rc_is_response(b))) {
+		if (RC_RX_PENDING_BAD(pkt))
+			return -EBADMSG;
 		ctx->stats.rx_dropped++;
 		qp->stats.dropped++;
-		return;
+		return 0;
+	}
+	if (pkt->icrc_pending) {
+		/* Only RC WRITE Middle/Last are deferred (wire/roce_pkt.h); the responder places
+		 * the in-order ones with the check fused into the copy, the rest are checked in
+		 * full here and then take the ordinary path. */
+		int r = qp->mrt == NULL ? rc_resp_write_checked(qp, pkt, now) : -EAGAIN;
+
+		if (r == -EAGAIN && !mr_pkt_icrc_ok(pkt))
+			r = -EBADMSG;
+		if (r == -EBADMSG)
+			return r;
+		if (r == 0) {
+			qp->stats.rx_pkts++;
+			qp->stats.rx_bytes += pkt->paylen;
+			rc_count_rx(qp, op);
+			rc_check_overrun(qp);
+			return 0;
+		}
 	}
 	qp->stats.rx_pkts++;
 	qp->stats.rx_bytes += pkt->paylen;
@@ -381,6 +412,7 @@ void mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
 	else
 		qp->eng->rx_resp(qp, pkt, now);
 	rc_check_overrun(qp);
+	return 0;
 }
 
 /* Pop the first QP of a scheduling list and let it produce one packet; a QP that produced one
@@ -498,6 +530,38 @@ void mr_ctx_on_timer(struct mr_ctx *ctx, uint64_t now)
 		rc_timer_update(qp);
 	}
 	rc_tm_flush(tm);
+}
+
+unsigned int mr_ctx_ack_early(struct mr_ctx *ctx, uint64_t until)
+{
+	struct rc_timers *tm;
+	struct rc_link due;
+	unsigned int n = 0;
+
+	if (ctx == NULL)
+		return 0;
+	tm = ctx->tm;
+	rc_tm_flush(tm);
+	rc_list_init(&due);
+	while (tm->n > 0 && tm->h[1].key <= until) {
+		struct mr_qp *qp = tm->h[1].qp;
+
+		rc_tm_del(tm, qp);
+		rc_list_add_tail(&due, &qp->tm_link);
+	}
+	while (!rc_list_empty(&due)) {
+		struct rc_link *l = due.next;
+		struct mr_qp *qp = rc_container_of(l, struct mr_qp, tm_link);
+
+		rc_list_del(l);
+		if (qp->eng->ack_early != NULL) {
+			qp->eng->ack_early(qp, until);
+			n++;
+		}
+		rc_timer_update(qp);
+	}
+	rc_tm_flush(tm);
+	return n;
 }
 
 static uint32_t rc_list_len(const struct rc_link *h)

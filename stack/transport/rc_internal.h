@@ -303,6 +303,8 @@ struct rc_engine_ops {
 	/* Earliest of the engine's deadlines, UINT64_MAX if none (pacing and CC: qp_cc.c). */
 	uint64_t (*next_expiry)(const struct mr_qp *qp);
 	void (*on_timer)(struct mr_qp *qp, uint64_t now); /* run what is due at now */
+	/* Send now the delayed ACK owed until `until` (mr_ctx_ack_early); NULL: none early. */
+	void (*ack_early)(struct mr_qp *qp, uint64_t until);
 	/* A request (the QP as responder), or a response, ACK or NAK (the QP as requester). */
 	void (*rx_req)(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now);
 	void (*rx_resp)(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now);
@@ -410,6 +412,10 @@ void rc_comp_complete_head(struct mr_qp *qp, enum mr_wc_status status);
 
 /* ---- rc_responder.c ---- */
 void rc_resp_rx(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now);
+/* An RC WRITE Middle/Last whose ICRC is pending: if it is the next one the responder expects,
+ * placed with the ICRC checked in the copy (0, or -EBADMSG: mismatch, nothing advanced);
+ * -EAGAIN: not that case, nothing touched (check the ICRC, then rc_resp_rx). */
+int rc_resp_write_checked(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now);
 int rc_resp_tx(struct mr_qp *qp, struct mr_tx_pkt *out);
 void rc_resp_reset(struct mr_qp *qp);
 void rc_resp_on_timer(struct mr_qp *qp, uint64_t now);

@@ -3,6 +3,7 @@
  * and atomic execution, receive completions, and the ACK/NAK/response queue that mr_ctx_tx
  * drains before any request.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "rc_internal.h"
@@ -274,6 +275,9 @@ static void rc_resp_send(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t no
 	rc_resp_ack_policy(qp, pkt, now);
 }
 
+static void rc_resp_write_advance(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now,
+				  bool imm);
+
 static void rc_resp_write(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now)
 {
 	uint8_t op = pkt->hdr.opcode;
@@ -321,8 +325,18 @@ static void rc_resp_write(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t n
 		rc_resp_fatal(qp, MR_NAK_INVALID_REQ, pkt->hdr.psn);
 		return;
 	}
-	if (pkt->paylen) {
+	if (pkt->paylen)
 		memcpy(qp->resp.wptr, pkt->payload, pkt->paylen);
+	rc_resp_write_advance(qp, pkt, now, imm);
+}
+
+/* The payload is in place: move past it, complete the message on its last packet. */
+static void rc_resp_write_advance(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now,
+				  bool imm)
+{
+	uint8_t op = pkt->hdr.opcode;
+
+	if (pkt->paylen) {
 		qp->resp.wptr += pkt->paylen;
 		qp->resp.wleft -= pkt->paylen;
 	}
@@ -578,14 +592,49 @@ static bool rc_resp_valid_seq(const struct mr_qp *qp, const struct mr_pkt *pkt)
 	return len <= mtu;
 }
 
+static bool rc_resp_state_ok(const struct mr_qp *qp)
+{
+	/* IBA 10.3.1: the responder runs from RTR on. */
+	return qp->state == MR_QPS_RTR || qp->state == MR_QPS_RTS || qp->state == MR_QPS_SQD ||
+	       qp->state == MR_QPS_SQE;
+}
+
+int rc_resp_write_checked(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now)
+{
+	uint8_t op = pkt->hdr.opcode;
+
+	/* Exactly the case in which rc_resp_rx would reach the memcpy of rc_resp_write with
+	 * nothing before it but checks: the expected PSN inside a WRITE (IBA 9.7.5.2.1), a valid
+	 * continuation (9.7.5.2.2), a live target with room (10.6.7, 9.7.5.2.2). A Last with
+	 * immediate is never deferred (its receive WQE check may take one from an SRQ). */
+	if (!rc_resp_state_ok(qp) || pkt->hdr.psn != qp->resp.epsn ||
+	    qp->resp.in_msg != RC_MSG_WRITE ||
+	    (op != MR_OP_RC_WRITE_MIDDLE && op != MR_OP_RC_WRITE_LAST) ||
+	    !rc_resp_valid_seq(qp, pkt) || qp->resp.wptr == NULL || pkt->paylen == 0 ||
+	    pkt->paylen > qp->resp.wleft || (rc_op_last(op) && pkt->paylen != qp->resp.wleft))
+		return -EAGAIN;
+	/* The payload goes to [wptr, wptr + paylen) while its ICRC is finished (one pass, not a
+	 * check pass and a copy pass). On a mismatch the packet is dropped as A17.3.4 says and
+	 * nothing advances: those bytes belong to the WRITE in progress, whose packet with this
+	 * PSN (resent by go-back-N, IBA 9.7.5.2.1) rewrites them before the message can complete.
+	 * A WRITE that never completes leaves its target undefined anyway (only the requester's
+	 * completion says that the data arrived, IBA 9.7.5.1.1 and 10.8). The target
+	 * address comes from the responder's state, never from the unchecked packet. */
+	if (!mr_pkt_place_checked(pkt, qp->resp.wptr))
+		return -EBADMSG;
+	if ((pkt->tclass & 3) == 3) /* ECN CE (RFC 3168), as rc_resp_rx */
+		rc_resp_on_ce(qp, now);
+	qp->resp.nak_sent = false;
+	rc_resp_write_advance(qp, pkt, now, false);
+	return 0;
+}
+
 void rc_resp_rx(struct mr_qp *qp, const struct mr_pkt *pkt, uint64_t now)
 {
 	int32_t d;
 	uint8_t op = pkt->hdr.opcode;
 
-	/* IBA 10.3.1: the responder runs from RTR on. */
-	if (qp->state != MR_QPS_RTR && qp->state != MR_QPS_RTS && qp->state != MR_QPS_SQD &&
-	    qp->state != MR_QPS_SQE) {
+	if (!rc_resp_state_ok(qp)) {
 		qp->stats.dropped++;
 		return;
 	}

@@ -337,12 +337,52 @@ enum mr_parse_result mr_frame_parse(const uint8_t *frame, uint32_t len, bool che
 	pkt->payload = bth + oi->length;
 	pkt->paylen = paylen;
 	pkt->icrc = mr_get_le32(bth + roce_len - MR_ICRC_LEN);
+	pkt->ip = ip;
+	pkt->ip_hdr_len = iphl;
+	pkt->icrc_len = roce_len - MR_ICRC_LEN;
 	r = mr_opcode_check_len(oi, paylen, padcnt, &pkt->hdr);
 	if (r != MR_PARSE_OK)
 		return r;
 	if (check_icrc && pkt->icrc != mr_icrc_calc(ip, iphl, pkt->ipv6, roce_len - MR_ICRC_LEN))
 		return MR_PARSE_BAD_ICRC;
 	return MR_PARSE_OK;
+}
+
+bool mr_pkt_icrc_ok(const struct mr_pkt *pkt)
+{
+	return pkt->ip != NULL &&
+	       pkt->icrc == mr_icrc_calc(pkt->ip, pkt->ip_hdr_len, pkt->ipv6, pkt->icrc_len);
+}
+
+enum mr_parse_result mr_frame_parse_deferred(const uint8_t *frame, uint32_t len,
+					     struct mr_pkt *pkt)
+{
+	enum mr_parse_result r = mr_frame_parse(frame, len, false, pkt);
+	uint8_t op;
+
+	if (r != MR_PARSE_OK)
+		return r;
+	op = pkt->hdr.opcode;
+	if ((op == MR_OP_RC_WRITE_MIDDLE || op == MR_OP_RC_WRITE_LAST) &&
+	    pkt->paylen >= MR_ICRC_DEFER_MIN) {
+		/* The headers' part now (mr_icrc_calc chains, wire/icrc.h); the payload's when it
+		 * is placed. */
+		pkt->icrc_part = mr_icrc_calc(pkt->ip, pkt->ip_hdr_len, pkt->ipv6,
+					      (uint32_t)(pkt->payload - pkt->bth));
+		pkt->icrc_pending = true;
+		return MR_PARSE_OK;
+	}
+	return mr_pkt_icrc_ok(pkt) ? MR_PARSE_OK : MR_PARSE_BAD_ICRC;
+}
+
+bool mr_pkt_place_checked(const struct mr_pkt *pkt, void *dst)
+{
+	uint32_t hl = (uint32_t)(pkt->payload - pkt->bth);
+	uint32_t pad = pkt->icrc_len - hl - pkt->paylen; /* mr_frame_parse: payload + pad fit */
+	uint32_t crc = mr_crc32_copy(pkt->icrc_part, dst, pkt->payload, pkt->paylen);
+
+	crc = mr_crc32(crc, pkt->payload + pkt->paylen, pad);
+	return crc == pkt->icrc;
 }
 
 /* Zeroes the len header bytes at p (a multiple of 4, IBA 9.2: every header is a whole number of

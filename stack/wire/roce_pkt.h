@@ -220,6 +220,15 @@ struct mr_pkt {
 	const uint8_t *payload;
 	uint32_t paylen;             /* without pad and ICRC */
 	uint32_t icrc;
+	/* What the ICRC covers (mr_icrc_calc's arguments): the IP header and the bytes from the
+	 * BTH up to the ICRC. */
+	const uint8_t *ip;
+	uint32_t ip_hdr_len, icrc_len;
+	/* mr_frame_parse_deferred: the ICRC is not checked yet. icrc_part is the CRC of everything
+	 * before the payload; the transport checks the rest while it places the payload
+	 * (mr_pkt_place_checked) or in full (mr_pkt_icrc_ok) before it acts on the packet. */
+	bool icrc_pending;
+	uint32_t icrc_part;
 };
 
 /* Every reason a frame can be rejected. MR_PARSE_NOT_ROCE means "not ours" (skip, count) rather
@@ -248,6 +257,22 @@ const char *mr_parse_result_str(enum mr_parse_result r);
  * Never reads outside [frame, frame+len). Checks ICRC when check_icrc is true. */
 enum mr_parse_result mr_frame_parse(const uint8_t *frame, uint32_t len, bool check_icrc,
 				    struct mr_pkt *pkt);
+
+/* As mr_frame_parse with the ICRC checked, except for the packets whose payload the RC
+ * responder places at a position its own state fixes (RDMA WRITE Middle and Last without
+ * immediate, at least
+ * MR_ICRC_DEFER_MIN bytes): those return MR_PARSE_OK with icrc_pending set, and the check is
+ * fused with the placement copy (one pass over the payload instead of two). Whoever takes
+ * such a packet must check it (mr_pkt_icrc_ok or mr_pkt_place_checked) before anything in
+ * it is used beyond choosing where it would go. */
+#define MR_ICRC_DEFER_MIN 256
+enum mr_parse_result mr_frame_parse_deferred(const uint8_t *frame, uint32_t len,
+					     struct mr_pkt *pkt);
+/* The full ICRC check of a parsed packet (pending or not). */
+bool mr_pkt_icrc_ok(const struct mr_pkt *pkt);
+/* For a pending packet: copy its paylen payload bytes to dst while finishing the ICRC over
+ * them and the pad; true if it matches. dst gets the bytes either way. */
+bool mr_pkt_place_checked(const struct mr_pkt *pkt, void *dst);
 
 /* Build a complete frame: L2..UDP from path (ip_id for IPv4), BTH and the extension headers
  * that hdr->opcode requires (per the opcode table), the payload gathered from iov, pad to a

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * In-test wire for the RC transport tests (see rc_harness.h).
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -140,11 +141,49 @@ static uint32_t tw_rand(struct tw *w, uint32_t n)
 	return (uint32_t)(w->rng % n);
 }
 
+/* Frames mode: the packet as a real frame, optionally with one payload bit flipped. */
+static void tw_deliver_frame(struct tw *w, int to, const struct mr_roce_hdrs *hdr,
+			     const uint8_t *payload, uint32_t paylen, bool corrupt)
+{
+	static uint8_t frame[4096 + 256];
+	struct mr_iov iov = { .base = payload, .len = paylen };
+	struct mr_path path;
+	struct mr_pkt pkt;
+	int len, r;
+
+	memset(&path, 0, sizeof(path));
+	path.ipv6 = true;
+	path.ttl = 64;
+	path.udp_sport = 0xc000;
+	len = mr_frame_build(frame, sizeof(frame), &path, 0, hdr, &iov, paylen ? 1 : 0);
+	assert_true(len > 0);
+	if (corrupt) {
+		assert_true(paylen > 0);
+		frame[len - 4 - (int)((4 - (paylen & 3)) & 3) - 1 - (int)paylen / 2] ^= 0x08;
+	}
+	r = mr_frame_parse_deferred(frame, (uint32_t)len, &pkt);
+	if (r == MR_PARSE_BAD_ICRC) {
+		w->icrc_bad[to]++;
+		return;
+	}
+	assert_int_equal(r, MR_PARSE_OK);
+	if (pkt.icrc_pending)
+		w->icrc_deferred[to]++;
+	if (mr_ctx_rx(w->s[to].ctx, &pkt, w->now) == -EBADMSG)
+		w->icrc_bad[to]++;
+}
+
 static void tw_deliver(struct tw *w, int to, const struct mr_roce_hdrs *hdr,
 		       const uint8_t *payload, uint32_t paylen)
 {
 	struct mr_pkt pkt;
 	int from = 1 - to;
+
+	if (w->frames[from]) {
+		w->delivered[from]++;
+		tw_deliver_frame(w, to, hdr, payload, paylen, false);
+		return;
+	}
 
 	memset(&pkt, 0, sizeof(pkt));
 	pkt.hdr = *hdr;
@@ -245,6 +284,9 @@ bool tw_step(struct tw *w, int from)
 		memcpy(w->held[from].payload, buf, tx.paylen);
 		w->have_held[from] = true;
 		return true;
+	case TW_CORRUPT:
+		tw_deliver_frame(w, to, &tx.hdr, buf, tx.paylen, true);
+		break;
 	case TW_DUP:
 		tw_deliver(w, to, &tx.hdr, buf, tx.paylen);
 		tw_deliver(w, to, &tx.hdr, buf, tx.paylen);

@@ -16,7 +16,8 @@
 #define TW_MAX_HELD 64
 #define TW_MAX_SHUF 64
 
-enum tw_action { TW_PASS = 0, TW_DROP, TW_DUP, TW_HOLD /* deliver after the next packet */ };
+enum tw_action { TW_PASS = 0, TW_DROP, TW_DUP, TW_HOLD /* deliver after the next packet */,
+		 TW_CORRUPT /* as a real frame with one payload bit flipped (frames mode) */ };
 
 struct tw_side {
 	struct mr_ctx *ctx;
@@ -52,6 +53,12 @@ struct tw {
 	uint64_t drop_path[2][4];     /* bitmap of MRETH.path values dropped (black-holed) */
 	uint32_t ce_every[2];         /* CE-mark every n-th passing packet (tclass ECN = 3) */
 	uint32_t delivered[2];
+	/* Frames mode, per direction: each packet is built into a real RoCE v2 frame
+	 * (mr_frame_build, IPv6 with zero GIDs: the QPs' paths) and parsed back with
+	 * mr_frame_parse_deferred before mr_ctx_rx, as metaroced's engine does. */
+	bool frames[2];
+	uint32_t icrc_bad[2];        /* per receiving side: frames dropped for their ICRC */
+	uint32_t icrc_deferred[2];   /* per receiving side: frames handed over with it pending */
 };
 
 struct tw_cfg {
