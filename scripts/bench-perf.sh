@@ -303,8 +303,12 @@ PY
 # ---- 5. metaroce over net_memif ----
 MR_PORT=$((20000 + $$ % 20000))
 da= db=
-mr_start() { # [MTU]: the port's mtu (1500: IB MTU 1024; JUMBO_MTU: 4096 in JUMBO_BSIZE buffers)
-	local n role ip lc ns mtu=${1:-1500} bs=
+# Light-load sleep of the bulk runs at IB MTU 4096 ([engine] load_sleep_max_us; 0 = busy
+# polling, as every other run).
+BULK_SLEEP_US=${BENCH_LOAD_SLEEP_US:-50}
+mr_start() { # [MTU [SLEEP]]: the port's mtu (1500: IB MTU 1024; JUMBO_MTU: 4096 in JUMBO_BSIZE
+	# buffers); the engines' load_sleep_max_us (default 0)
+	local n role ip lc ns mtu=${1:-1500} sleep=${2:-0} bs=
 	[ "$mtu" -gt 1500 ] && bs=",bsize=$JUMBO_BSIZE"
 	rm -f "$work/memif.sock"
 	# The memif server (b, the mrperf server's side) first: DPDK 22.11's client cannot probe
@@ -326,6 +330,7 @@ mtu = $mtu
 [engine]
 lcores = $lc
 idle_sleep_us = 0
+load_sleep_max_us = $sleep
 [limits]
 max_inflight = 256
 # Room for the 1024-QP run in one session (the session quotas default to half the shard's).
@@ -510,12 +515,26 @@ mr_section() {
 	# Bulk transfers at the largest IB MTU the port allows first (4096: mtu JUMBO_MTU), keys
 	# *_mtu4096; then everything at IB MTU 1024 (mtu 1500, the frames of the earlier sessions).
 	echo "== metaroce over net_memif (two metaroced, engine lcores $cpu_a/$cpu_b, IB MTU 4096) =="
-	if mr_start "$JUMBO_MTU"; then
+	# The engines sleep under light load (load_sleep_max_us = BULK_SLEEP_US): the receiving
+	# one keeps up with its sender and would otherwise poll away the rest of its core, which
+	# write_per_core_vs_tcp counts. Then the 64 KiB WRITE once more with both engines busy
+	# polling (keys *_busy), for the comparison.
+	if mr_start "$JUMBO_MTU" "$BULK_SLEEP_US"; then
+		echo "   (engines: load_sleep_max_us = $BULK_SLEEP_US)"
 		mr_pin=cross
 		mr_bulk _mtu4096
 		mr_pin=
 	else
 		note mr4096 "daemons did not start: $(tail -2 "$work"/daemon-*.log | tr '\n' ' ')"
+	fi
+	mr_stop
+	if mr_start "$JUMBO_MTU" 0; then
+		echo "   (engines: busy polling)"
+		mr_pin=cross
+		mr_run write_bw_65536_mtu4096_busy write_bw -s 65536 -D "$T" -e
+		mr_pin=
+	else
+		note mr4096_busy "daemons did not start: $(tail -2 "$work"/daemon-*.log | tr '\n' ' ')"
 	fi
 	mr_stop
 	echo "== metaroce over net_memif (two metaroced, engine lcores $cpu_a/$cpu_b, IB MTU 1024) =="
@@ -620,6 +639,7 @@ def bw_ratios(sfx, wkey, frame, tcpkey):
     top["write_per_core_vs_tcp" + sfx] = (ratio(w * 1e9 / wc, tcp / tcpc)
                                           if w and wc and tcp and tcpc else None)
 bw_ratios("", "write_bw_65536_mtu4096", 4154, "tcpj")
+bw_ratios("_busy", "write_bw_65536_mtu4096_busy", 4154, "tcpj")
 bw_ratios("_1024", "write_bw_65536", 1082, "tcp")
 r16 = g("mr.write_rate_8_q16_mpps")
 top["rate_vs_memif"] = ratio(r16 * 1e6 if r16 else None, g("memif.pps_82"))
@@ -669,7 +689,8 @@ out_j["definitions"] = {
     "icrc_*": "median over 1024/1518/2048/4096-byte frames of ICRC bytes/s / baseline bytes/s, one core, CPU time",
     "write_vs_memif": "64 KiB WRITE goodput at IB MTU 4096 (port mtu 4200, memif bsize 4352) / raw memif bytes/s at 4154-byte frames (memif_pingpong blast -> sink)",
     "write_vs_tcp": "64 KiB WRITE goodput at IB MTU 4096 / one iperf3 stream goodput (veth, MTU 4200)",
-    "write_per_core_vs_tcp": "(WRITE goodput at IB MTU 4096 / engine cores used, both daemons) / (iperf3 goodput at MTU 4200 / CPU cores used, both ends)",
+    "write_per_core_vs_tcp": "(WRITE goodput at IB MTU 4096 / engine cores used, both daemons) / (iperf3 goodput at MTU 4200 / CPU cores used, both ends); the engines sleep under light load ([engine] load_sleep_max_us = 50, since 2026-12-04)",
+    "write_*_busy": "the same 64 KiB WRITE at IB MTU 4096 with both engines busy polling (load_sleep_max_us = 0)",
     "write_*_1024": "the same at IB MTU 1024: port mtu 1500, memif 1082-byte frames, iperf3 at MTU 1500",
     "rate_vs_memif": "8 B WRITE messages/s at 16 QPs / raw memif frames/s at 82 B",
     "rate_per_core_vs_memif": "(8 B WRITE messages/s at 16 QPs / engine cores used, both daemons) / (raw memif frames/s at 82 B / cores its two pollers used); the apps' CPU is not counted (the machine's total is printed with each run)",
@@ -684,7 +705,8 @@ out_j["definitions"] = {
 print()
 print("%-26s %s" % ("ratio", "value"))
 for k in ("icrc_vs_memcpy", "icrc_vs_rte_net_crc", "icrc_vs_rte_net_crc_default", "icrc_vs_table",
-          "write_vs_memif", "write_vs_tcp", "write_per_core_vs_tcp", "write_vs_memif_1024",
+          "write_vs_memif", "write_vs_tcp", "write_per_core_vs_tcp", "write_vs_memif_busy",
+          "write_vs_tcp_busy", "write_per_core_vs_tcp_busy", "write_vs_memif_1024",
           "write_vs_tcp_1024", "write_per_core_vs_tcp_1024", "rate_vs_memif",
           "rate_per_core_vs_memif", "rate_embed_vs_memif", "latency_vs_memif", "latency_send_vs_memif",
           "latency_daemon_vs_memif", "latency_send_events_vs_memif", "qp_scaling", "qp_scaling_64"):

@@ -178,6 +178,7 @@ static int set_key(struct parse_state *ps, struct mr_daemon_config *cfg, const c
 	UINT_FIELD("roce", "line_rate_gbps", 0, 1600, cfg->line_rate_gbps)
 	UINT_FIELD("roce", "base_rtt_us", 1, 1000000, cfg->base_rtt_us)
 	UINT_FIELD("engine", "idle_sleep_us", 0, 1000000, cfg->idle_sleep_us)
+	UINT_FIELD("engine", "load_sleep_max_us", 0, 1000, cfg->load_sleep_max_us)
 	UINT_FIELD("limits", "max_qp", 1, 1u << 20, cfg->max_qp)
 	UINT_FIELD("limits", "max_mr", 1, 1u << 22, cfg->max_mr)
 	UINT_FIELD("limits", "max_cq", 1, 1u << 20, cfg->max_cq)

@@ -48,6 +48,7 @@ struct mr_daemon_config {
 	unsigned int n_lcores;
 	uint32_t idle_sleep_us;   /* 0 = pure busy polling */
 	bool idle_yield;          /* idle engine: sched_yield() between polls (engine.c) */
+	uint32_t load_sleep_max_us; /* light-load sleep cap (engine.c load_sleep); 0 = off */
 	/* [limits] */
 	uint32_t max_qp;
 	uint32_t max_mr;

@@ -510,6 +510,7 @@ static int setup(struct mr_daemon **sh, unsigned int n, int *lsock)
 			d->cfg = d0->cfg;
 			d->sock_path = d0->sock_path;
 			d->idle_sleep_us = d0->idle_sleep_us;
+			d->load_sleep_max_us = d0->load_sleep_max_us;
 			d->idle_yield = d0->idle_yield;
 			d->ctl_every = d0->ctl_every;
 			d->stop = d0->stop;
@@ -723,6 +724,7 @@ bad_value:
 	d.sock_path = sock != NULL ? sock : d.cfg.socket_path;
 	d.idle_sleep_us = idle_us >= 0 ? (uint32_t)idle_us : d.cfg.idle_sleep_us;
 	d.idle_yield = d.cfg.idle_yield;
+	d.load_sleep_max_us = d.cfg.load_sleep_max_us;
 	d.ctl_every = 64;
 	d.stats_every_ns = stats_every * 1000000000ull;
 	d.stop = &g_stop;

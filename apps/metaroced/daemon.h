@@ -52,7 +52,7 @@ struct mr_held {
 };
 
 struct mr_engine_stats {
-	uint64_t iterations, idle_sleeps, idle_yields;
+	uint64_t iterations, idle_sleeps, idle_yields, load_sleeps;
 	uint64_t rx_frames, rx_bytes;
 	uint64_t rx_neigh;          /* ARP/ND frames consumed by the neighbour module */
 	uint64_t rx_roce;           /* parsed and handed to the transport */
@@ -137,6 +137,7 @@ struct mr_daemon {
 	struct mr_daemon_config cfg;
 	const char *sock_path;
 	uint32_t idle_sleep_us;
+	uint32_t load_sleep_max_us;
 	bool idle_yield;
 	uint32_t ctl_every;
 	uint64_t stats_every_ns;
@@ -206,6 +207,8 @@ struct mr_engine_loop {
 	bool ctl_now;                     /* embedded: every iteration (its helper serves) */
 	uint32_t link_seen, ctl_count;
 	unsigned int idle;          /* iterations without work in a row, at most MR_IDLE_SPINS */
+	unsigned int tx_got;        /* the last iteration's transport tx packets */
+	uint32_t nap_us;            /* the light-load sleep (engine.c load_sleep), grows by 1 us */
 };
 void mr_engine_loop_init(struct mr_daemon *d, struct mr_engine_loop *l);
 /* One iteration (rx, shm control and data, timers, neighbours, impairment, tx); returns the

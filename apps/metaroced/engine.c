@@ -10,6 +10,7 @@
  * peer connects, which may be long after start-up.
  */
 #include <sched.h>
+#include <sys/prctl.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -105,7 +106,7 @@ static void idle_sleep(uint32_t us)
  * transport's next timer: a pacer release (DCQCN rate / MetaRoCE CC), a delayed ACK, a TLP. An
  * engine that overslept those paced at its sleep granularity, not at the controller's rate, and
  * its late ACKs read as queueing delay to the peer's delay-based CC (Swift, SIGCOMM'20). */
-static uint32_t idle_sleep_us(const struct mr_daemon *d)
+static uint32_t sleep_bounded(const struct mr_daemon *d, uint32_t us)
 {
 	uint64_t due = mr_engine_impair_next_due(d), now, t = mr_ctx_next_expiry(d->ctx);
 
@@ -113,13 +114,57 @@ static uint32_t idle_sleep_us(const struct mr_daemon *d)
 		due = t;
 
 	if (due == UINT64_MAX)
-		return d->idle_sleep_us;
+		return us;
 	now = mr_now_ns();
 	if (due <= now)
 		return 0;
-	if (due - now >= (uint64_t)d->idle_sleep_us * 1000)
-		return d->idle_sleep_us;
+	if (due - now >= (uint64_t)us * 1000)
+		return us;
 	return (uint32_t)((due - now + 999) / 1000);
+}
+
+/* Light-load sleep ([engine] load_sleep_max_us; OVS-DPDK's pmd-sleep-max has the same aim): an
+ * engine that keeps up with its load sleeps between iterations, for as long as it takes about
+ * a burst of work to gather, and gives its CPU back for the rest. The sleep doubles (from
+ * 1 us, up to the cap) after an iteration with less than half a burst of work (frames
+ * received, app requests, packets built) and halves after one with a full burst or more; a
+ * full transmit budget or a transmit backlog (a saturated sender) ends it at once. Each sleep
+ * costs a system call and a timer (microseconds of CPU on a paravirtualised host), so sleeps
+ * are few and long rather than many and short. The frames a sleep lets queue stay in the
+ * port's ring (memif: 4096), and the sleep, bounded like the idle one by the next timer,
+ * delays ACKs by at most the cap, far inside the window's round trip. Off by default: it
+ * costs latency (a ping-pong waits up to the cap) and, with a closed-loop app on another
+ * CPU, message rate; for bulk transfer it saves the receiving engine's idle polling. */
+static void load_sleep(struct mr_daemon *d, struct mr_engine_loop *l, unsigned int work)
+{
+	uint32_t us;
+
+	if (l->tx_got >= MR_TX_BUDGET || d->tx_pending) {
+		l->nap_us = 0;
+		return;
+	}
+	if (work >= MR_RX_BURST)
+		l->nap_us /= 2;
+	else if (work < MR_RX_BURST / 2)
+		l->nap_us = l->nap_us == 0 ? 1 : l->nap_us * 2;
+	if (l->nap_us > d->load_sleep_max_us)
+		l->nap_us = d->load_sleep_max_us;
+	if (l->nap_us == 0)
+		return;
+	/* The responder's delayed ACK (4 us after a run's last packet) would cut every sleep
+	 * short: the ACKs it would send during the sleep go now instead. */
+	if (mr_ctx_ack_early(d->ctx, mr_now_ns() + (uint64_t)l->nap_us * 1000) > 0) {
+		mr_engine_tx_transport(d, mr_now_ns(), MR_TX_BUDGET);
+		mr_dpdk_port_tx_flush(d->port, 0);
+		d->tx_pending = mr_dpdk_port_tx_backlog(d->port, 0) > 0;
+		if (d->tx_pending)
+			return;
+	}
+	us = sleep_bounded(d, l->nap_us);
+	if (us > 0) {
+		d->st.load_sleeps++;
+		idle_sleep(us);
+	}
 }
 
 /* The control thread asked for a snapshot of this shard's counters (daemon.h). */
@@ -183,6 +228,8 @@ void mr_engine_loop_init(struct mr_daemon *d, struct mr_engine_loop *l)
 	l->link_seen = UINT32_MAX;
 	l->next_stats = d->stats_every_ns ? mr_now_ns() + d->stats_every_ns : UINT64_MAX;
 	l->idle = 0;
+	l->tx_got = 0;
+	l->nap_us = 0;
 	l->ctl_count = 0;
 	l->ctl_period_ns = 0;
 	l->next_ctl = 0;
@@ -221,6 +268,7 @@ unsigned int mr_engine_iter_rx(struct mr_daemon *d, uint64_t now)
 unsigned int mr_engine_iter_rest(struct mr_daemon *d, struct mr_engine_loop *l, uint64_t now,
 				 unsigned int work)
 {
+	unsigned int txn;
 	int r;
 
 	/* When idling the loop is slow anyway, so control requests are served every time. An
@@ -251,7 +299,9 @@ unsigned int mr_engine_iter_rest(struct mr_daemon *d, struct mr_engine_loop *l, 
 		work += mr_engine_neigh_poll(d, now);
 	if (d->imp_buf != NULL)
 		work += mr_engine_impair_poll(d, now);
-	work += mr_engine_tx_transport(d, now, MR_TX_BUDGET);
+	txn = mr_engine_tx_transport(d, now, MR_TX_BUDGET);
+	l->tx_got = txn;
+	work += txn;
 	if (d->tx_pending) {
 		mr_dpdk_port_tx_flush(d->port, 0);
 		/* What the PMD did not take waits for the next iteration. */
@@ -308,8 +358,18 @@ int mr_engine_run(struct mr_daemon *d)
 	struct mr_engine_loop l;
 
 	mr_engine_loop_init(d, &l);
+	/* Sleeps of a few microseconds: without this, Linux adds its default 50 us timer slack
+	 * to every one of them. */
+	if (d->idle_sleep_us != 0 || d->load_sleep_max_us != 0)
+		prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	while (!*d->stop) {
-		if (mr_engine_iter(d, &l) > 0)
+		unsigned int work = mr_engine_iter(d, &l);
+
+		if (d->load_sleep_max_us != 0) {
+			load_sleep(d, &l, work);
+			continue;
+		}
+		if (work > 0)
 			continue;
 		if (l.idle < MR_IDLE_SPINS || d->idle_sleep_us == 0) {
 			l.idle += l.idle < MR_IDLE_SPINS;
@@ -323,7 +383,7 @@ int mr_engine_run(struct mr_daemon *d)
 				sched_yield();
 			}
 		} else {
-			uint32_t us = idle_sleep_us(d);
+			uint32_t us = sleep_bounded(d, d->idle_sleep_us);
 
 			if (us > 0) {
 				d->st.idle_sleeps++;

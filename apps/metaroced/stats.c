@@ -180,10 +180,10 @@ void mr_stats_print(const struct mr_stats_view *v, FILE *f, bool final)
 		fprintf(f, "%s: shard %u lcore=%u qps=%u sessions=%u rx_roce=%" PRIu64
 			" tx_roce=%" PRIu64 " dispatched=%" PRIu64 " ring_rx=%" PRIu64
 			" ring_tx=%" PRIu64 " ring_full=%" PRIu64 " iterations=%" PRIu64
-			" idle_sleeps=%" PRIu64 " stalls=%" PRIu64 "\n", tag, d->shard_id, d->lcore,
-			sn->nqp, sn->nsessions, sn->st.rx_roce, sn->st.tx_roce,
+			" idle_sleeps=%" PRIu64 " load_sleeps=%" PRIu64 " stalls=%" PRIu64 "\n", tag,
+			d->shard_id, d->lcore, sn->nqp, sn->nsessions, sn->st.rx_roce, sn->st.tx_roce,
 			sn->st.rx_dispatched, sn->st.ring_rx, sn->st.ring_tx, sn->st.ring_full,
-			sn->st.iterations, sn->st.idle_sleeps, sn->st.stalls);
+			sn->st.iterations, sn->st.idle_sleeps, sn->st.load_sleeps, sn->st.stalls);
 	}
 	for (i = 1; i < MR_PARSE_NR_RESULTS; i++)
 		drops += e->parse_drop[i];
@@ -193,14 +193,15 @@ void mr_stats_print(const struct mr_stats_view *v, FILE *f, bool final)
 		" rx_nombuf=%" PRIu64 " tx_buffer_drops=%" PRIu64 "\n", tag, ps.ipackets,
 		ps.opackets, ps.ibytes, ps.obytes, ps.imissed, ps.ierrors, ps.oerrors,
 		ps.rx_nombuf, ps.tx_buffer_drops);
-	fprintf(f, "%s: engine iterations=%" PRIu64 " idle_sleeps=%" PRIu64 " rx=%" PRIu64
+	fprintf(f, "%s: engine iterations=%" PRIu64 " idle_sleeps=%" PRIu64 " load_sleeps=%" PRIu64
+		" rx=%" PRIu64
 		" rx_roce=%" PRIu64 " rx_neigh=%" PRIu64 " rx_not_for_us=%" PRIu64
 		" rx_own_echo=%" PRIu64 " rx_too_long=%" PRIu64 " parse_drops=%" PRIu64
 		" tx=%" PRIu64 " tx_neigh=%" PRIu64 " tx_loopback=%" PRIu64 " tx_nombuf=%" PRIu64
 		" tx_build_err=%" PRIu64 " held=%" PRIu64 " held_sent=%" PRIu64
 		" held_dropped=%" PRIu64 " holding=%u timer_runs=%" PRIu64 " stalls=%" PRIu64
 		" max_gap_us=%" PRIu64 " max_work_us=%" PRIu64 "\n", tag,
-		e->iterations, e->idle_sleeps, e->rx_frames, e->rx_roce, e->rx_neigh,
+		e->iterations, e->idle_sleeps, e->load_sleeps, e->rx_frames, e->rx_roce, e->rx_neigh,
 		e->rx_not_for_us, e->rx_own_echo, e->rx_too_long, drops, e->tx_frames, e->tx_neigh,
 		e->tx_loopback, e->tx_nombuf, e->tx_build_err, e->held, e->held_sent,
 		e->held_dropped, v->nheld, e->timer_runs, e->stalls, e->max_gap_ns / 1000,

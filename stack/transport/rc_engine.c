@@ -49,6 +49,7 @@ const struct rc_engine_ops rc_engine = {
 	.free = rc_eng_nop,
 	.next_expiry = rc_eng_next_expiry,
 	.on_timer = rc_eng_on_timer,
+	.ack_early = rc_resp_on_timer, /* only the responder's delayed ACK looks at the time */
 	.rx_req = rc_resp_rx,
 	.rx_resp = rc_comp_rx,
 	.tx_resp = rc_eng_tx_resp,

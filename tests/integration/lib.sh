@@ -128,6 +128,7 @@ mtu = $mtu
 [engine]
 lcores = $lc
 idle_sleep_us = $ITL_IDLE_US
+load_sleep_max_us = ${ITL_LOAD_SLEEP:-0}
 [shm]
 socket = $ITL_WORK/$n.sock
 CONF

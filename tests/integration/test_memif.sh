@@ -12,6 +12,9 @@
 # ethdev 1500 and sizes its mbufs for 9000 (drivers/dpdk/dpdk_port.c soft_mtu). The default
 # 2048-byte buffers would chain descriptors, which 22.11 corrupts: a daemon configured so must
 # refuse to start, naming bsize. Both mrperf reports must say Mtu 4096 and every byte verify.
+# The jumbo run's daemons sleep under light load ([engine] load_sleep_max_us, as bench-perf's
+# bulk runs): the receiving daemon must have slept (load_sleeps > 0 in its stats) while every
+# byte still verified.
 # Usage: test_memif.sh BUILD_DIR [MTU]
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -27,6 +30,7 @@ if [ "$mtu" = 9000 ]; then
 		itl_fail "a's refusal does not name bsize: $(tail -n 2 "$ITL_WORK/daemon-a.log")"
 	itl_ok "refused: $(grep -h "raise bsize" "$ITL_WORK/daemon-a.log" | sed 's/^.*ERR *//')"
 fi
+[ "$mtu" = 9000 ] && ITL_LOAD_SLEEP=50
 for n in a b; do itl_daemon_conf $n "$mtu"; done
 itl_daemon_start a
 grep -q "port 0 up=0" "$ITL_WORK/daemon-a.log" || itl_fail "a's memif link was up with no client"
@@ -42,6 +46,9 @@ if [ "$mtu" = 9000 ]; then
 			itl_fail "$f: not at IB MTU 4096: $(grep -h "Mtu" "$ITL_WORK/$f.log")"
 	done
 	itl_ok "both mrperf sides ran at IB MTU 4096 over memif"
+	s=$(itl_stat b load_sleeps)
+	[ "${s:-0}" -gt 0 ] || itl_fail "daemon b never slept under light load (load_sleeps=${s:-?})"
+	itl_ok "daemon b slept $s times under light load, every byte verified"
 fi
 itl_mrperf read_bw read_bw -s 65536 -n 1000
 itl_mrperf send_bw send_bw -s 4096 -n 5000
