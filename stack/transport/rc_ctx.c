@@ -502,6 +502,18 @@ uint64_t mr_ctx_next_expiry(const struct mr_ctx *ctx)
 
 /* Visit only the QPs whose earliest deadline is at or before now, earliest first, each once
  * (its handlers check each of its deadlines against now): O(k log n) for k due QPs. */
+/* Unlink every QP whose earliest deadline is at or before `until` from the heap into *due (an
+ * initialised list); the caller runs them and re-keys each with rc_timer_update. */
+static void rc_tm_take_due(struct rc_timers *tm, uint64_t until, struct rc_link *due)
+{
+	while (tm->n > 0 && tm->h[1].key <= until) {
+		struct mr_qp *qp = tm->h[1].qp;
+
+		rc_tm_del(tm, qp);
+		rc_list_add_tail(due, &qp->tm_link);
+	}
+}
+
 void mr_ctx_on_timer(struct mr_ctx *ctx, uint64_t now)
 {
 	struct rc_timers *tm;
@@ -513,12 +525,7 @@ void mr_ctx_on_timer(struct mr_ctx *ctx, uint64_t now)
 	rc_tm_flush(tm);
 	rc_tm_audit(ctx);
 	rc_list_init(&due);
-	while (tm->n > 0 && tm->h[1].key <= now) {
-		struct mr_qp *qp = tm->h[1].qp;
-
-		rc_tm_del(tm, qp);
-		rc_list_add_tail(&due, &qp->tm_link);
-	}
+	rc_tm_take_due(tm, now, &due);
 	while (!rc_list_empty(&due)) {
 		struct rc_link *l = due.next;
 		struct mr_qp *qp = rc_container_of(l, struct mr_qp, tm_link);
@@ -543,12 +550,7 @@ unsigned int mr_ctx_ack_early(struct mr_ctx *ctx, uint64_t until)
 	tm = ctx->tm;
 	rc_tm_flush(tm);
 	rc_list_init(&due);
-	while (tm->n > 0 && tm->h[1].key <= until) {
-		struct mr_qp *qp = tm->h[1].qp;
-
-		rc_tm_del(tm, qp);
-		rc_list_add_tail(&due, &qp->tm_link);
-	}
+	rc_tm_take_due(tm, until, &due);
 	while (!rc_list_empty(&due)) {
 		struct rc_link *l = due.next;
 		struct mr_qp *qp = rc_container_of(l, struct mr_qp, tm_link);
