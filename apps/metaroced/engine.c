@@ -268,7 +268,6 @@ unsigned int mr_engine_iter_rx(struct mr_daemon *d, uint64_t now)
 unsigned int mr_engine_iter_rest(struct mr_daemon *d, struct mr_engine_loop *l, uint64_t now,
 				 unsigned int work)
 {
-	unsigned int txn;
 	int r;
 
 	/* When idling the loop is slow anyway, so control requests are served every time. An
@@ -299,9 +298,8 @@ unsigned int mr_engine_iter_rest(struct mr_daemon *d, struct mr_engine_loop *l, 
 		work += mr_engine_neigh_poll(d, now);
 	if (d->imp_buf != NULL)
 		work += mr_engine_impair_poll(d, now);
-	txn = mr_engine_tx_transport(d, now, MR_TX_BUDGET);
-	l->tx_got = txn;
-	work += txn;
+	l->tx_got = mr_engine_tx_transport(d, now, MR_TX_BUDGET);
+	work += l->tx_got;
 	if (d->tx_pending) {
 		mr_dpdk_port_tx_flush(d->port, 0);
 		/* What the PMD did not take waits for the next iteration. */

@@ -332,6 +332,7 @@ int mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
 	struct mr_qp *qp;
 	uint32_t idx;
 	uint8_t op, b;
+	int placed = -EAGAIN;
 
 	if (ctx == NULL || pkt == NULL)
 		return -EINVAL;
@@ -388,28 +389,20 @@ int mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
 	}
 	if (pkt->icrc_pending) {
 		/* Only RC WRITE Middle/Last are deferred (wire/roce_pkt.h); the responder places
-		 * the in-order ones with the check fused into the copy, the rest are checked in
-		 * full here and then take the ordinary path. */
-		int r = qp->mrt == NULL ? rc_resp_write_checked(qp, pkt, now) : -EAGAIN;
-
-		if (r == -EAGAIN && !mr_pkt_icrc_ok(pkt))
-			r = -EBADMSG;
-		if (r == -EBADMSG)
-			return r;
-		if (r == 0) {
-			qp->stats.rx_pkts++;
-			qp->stats.rx_bytes += pkt->paylen;
-			rc_count_rx(qp, op);
-			rc_check_overrun(qp);
-			return 0;
-		}
+		 * the in-order ones with the check fused into the copy (placed: 0), the rest are
+		 * checked in full here and then take the ordinary path. */
+		placed = qp->mrt == NULL ? rc_resp_write_checked(qp, pkt, now) : -EAGAIN;
+		if (placed == -EAGAIN && !mr_pkt_icrc_ok(pkt))
+			placed = -EBADMSG;
+		if (placed == -EBADMSG)
+			return placed;
 	}
 	qp->stats.rx_pkts++;
 	qp->stats.rx_bytes += pkt->paylen;
 	rc_count_rx(qp, op);
-	if (rc_is_request(b))
+	if (placed != 0 && rc_is_request(b))
 		qp->eng->rx_req(qp, pkt, now);
-	else
+	else if (placed != 0)
 		qp->eng->rx_resp(qp, pkt, now);
 	rc_check_overrun(qp);
 	return 0;
@@ -500,8 +493,6 @@ uint64_t mr_ctx_next_expiry(const struct mr_ctx *ctx)
 	return tm->n > 0 ? tm->h[1].key : UINT64_MAX;
 }
 
-/* Visit only the QPs whose earliest deadline is at or before now, earliest first, each once
- * (its handlers check each of its deadlines against now): O(k log n) for k due QPs. */
 /* Unlink every QP whose earliest deadline is at or before `until` from the heap into *due (an
  * initialised list); the caller runs them and re-keys each with rc_timer_update. */
 static void rc_tm_take_due(struct rc_timers *tm, uint64_t until, struct rc_link *due)
@@ -514,6 +505,8 @@ static void rc_tm_take_due(struct rc_timers *tm, uint64_t until, struct rc_link 
 	}
 }
 
+/* Visit only the QPs whose earliest deadline is at or before now, earliest first, each once
+ * (its handlers check each of its deadlines against now): O(k log n) for k due QPs. */
 void mr_ctx_on_timer(struct mr_ctx *ctx, uint64_t now)
 {
 	struct rc_timers *tm;
