@@ -146,16 +146,16 @@ icrc_section() {
 
 # ---- 2./3. raw net_memif ----
 EAL_T=(--no-pci --no-huge -m 256 --no-shconf --no-telemetry --log-level=lib.eal:error)
-memif_rate_once() { # SIZE: memif_pingpong blast (client, CPU a) -> sink (server, CPU b)
+memif_rate_once() { # SIZE [SFX]: memif_pingpong blast (client, CPU a) -> sink (server, CPU b)
 	local size=$1 sock="$work/mb.sock" srv cli
 	rm -f "$sock"
 	"$bdir/tests/dpdk/memif_pingpong" sink "$sock" "$size" "$T" -l "$cpu_b" "${EAL_T[@]}" \
-		--file-prefix="${tag}mbs" > "$work/mb-sink-$size.log" 2>&1 &
+		--file-prefix="${tag}mbs" > "$work/mb-sink-$size${2:-}.log" 2>&1 &
 	srv=$!
 	pids+=($srv)
 	sleep 1
 	"$bdir/tests/dpdk/memif_pingpong" blast "$sock" "$size" $((T + 5)) -l "$cpu_a" "${EAL_T[@]}" \
-		--file-prefix="${tag}mbc" > "$work/mb-blast-$size.log" 2>&1 &
+		--file-prefix="${tag}mbc" > "$work/mb-blast-$size${2:-}.log" 2>&1 &
 	cli=$!
 	pids+=($cli)
 	sleep 1.5
@@ -166,34 +166,35 @@ memif_rate_once() { # SIZE: memif_pingpong blast (client, CPU a) -> sink (server
 	wait $srv 2>/dev/null
 	memif_sink_rc=$?
 	pids=("${pids[@]:0:${#pids[@]}-2}")
-	grep -q '^RESULT pps' "$work/mb-sink-$size.log"
+	grep -q '^RESULT pps' "$work/mb-sink-$size${2:-}.log"
 }
-memif_rate() { # SIZE; a sink that measured nothing (seen 1 run in 50: the pair did not
-	# connect in time) is run once more, and said so.
-	local size=$1 sh
-	if ! memif_rate_once "$size"; then
+memif_rate() { # SIZE [SFX]; a sink that measured nothing (seen 1 run in 50: the pair did not
+	# connect in time) is run once more, and said so. SFX: appended to the keys and log names
+	# (the paired measurements of mr_paired).
+	local size=$1 sfx=${2:-} sh
+	if ! memif_rate_once "$size" "$sfx"; then
 		# The first attempt's logs are kept (--keep) for a look at why.
 		echo "  memif $size B: no result (sink exit $memif_sink_rc: $(grep -v '^RESULT' \
-			"$work/mb-sink-$size.log" | tail -1); blaster: $(tail -1 \
-			"$work/mb-blast-$size.log")); once more"
-		mv "$work/mb-sink-$size.log" "$work/mb-sink-$size.try1.log"
-		mv "$work/mb-blast-$size.log" "$work/mb-blast-$size.try1.log"
-		if ! memif_rate_once "$size"; then
-			note "memif_$size" "memif sink: $(grep -v '^RESULT' "$work/mb-sink-$size.log" | tail -1)"
+			"$work/mb-sink-$size$sfx.log" | tail -1); blaster: $(tail -1 \
+			"$work/mb-blast-$size$sfx.log")); once more"
+		mv "$work/mb-sink-$size$sfx.log" "$work/mb-sink-$size$sfx.try1.log"
+		mv "$work/mb-blast-$size$sfx.log" "$work/mb-blast-$size$sfx.try1.log"
+		if ! memif_rate_once "$size" "$sfx"; then
+			note "memif_$size$sfx" "memif sink: $(grep -v '^RESULT' "$work/mb-sink-$size$sfx.log" | tail -1)"
 			return
 		fi
 	fi
 	sh=$(cpu_share "$work/s1" "$work/s2" "$T" "memif")
-	pps=$(awk '/^RESULT pps/ {print $3}' "$work/mb-sink-$size.log")
-	put "memif.pps_$size" "$pps"
-	put "memif.Bps_$size" "$((pps * size))"
-	put "memif.cores_$size" "$(echo "$sh" | tail -1)"
-	put "memif.cpu_$size" "\"$(echo "$sh" | head -1 | sed 's/ *$//')\""
-	echo "  $(grep '^memif sink' "$work/mb-sink-$size.log"); CPU $(echo "$sh" | head -1)"
+	pps=$(awk '/^RESULT pps/ {print $3}' "$work/mb-sink-$size$sfx.log")
+	put "memif.pps_$size$sfx" "$pps"
+	put "memif.Bps_$size$sfx" "$((pps * size))"
+	put "memif.cores_$size$sfx" "$(echo "$sh" | tail -1)"
+	put "memif.cpu_$size$sfx" "\"$(echo "$sh" | head -1 | sed 's/ *$//')\""
+	echo "  $(grep '^memif sink' "$work/mb-sink-$size$sfx.log"); CPU $(echo "$sh" | head -1)"
 }
 
-memif_pingpong() { # SIZE
-	local size=$1 sock="$work/pp.sock" srv
+memif_pingpong() { # SIZE [SFX] (as memif_rate)
+	local size=$1 sfx=${2:-} sock="$work/pp.sock" srv
 	rm -f "$sock"
 	"$bdir/tests/dpdk/memif_pingpong" echo "$sock" "$size" 0 -l "$cpu_b" "${EAL_T[@]}" \
 		--file-prefix="${tag}ppe" > "$work/pp-echo.log" 2>&1 &
@@ -202,7 +203,7 @@ memif_pingpong() { # SIZE
 	sleep 1
 	if "$bdir/tests/dpdk/memif_pingpong" ping "$sock" "$size" "$LAT_N" -l "$cpu_a" \
 		"${EAL_T[@]}" --file-prefix="${tag}ppp" > "$work/pp-ping.log" 2>&1; then
-		grep '^RESULT' "$work/pp-ping.log" | while read -r _ k v; do put "memif.$k" "$v"; done
+		grep '^RESULT' "$work/pp-ping.log" | while read -r _ k v; do put "memif.$k$sfx" "$v"; done
 		grep -v '^RESULT' "$work/pp-ping.log" | grep -i rtt | sed 's/^/  /'
 	else
 		note memif_pp "memif ping-pong failed: $(tail -1 "$work/pp-ping.log")"
@@ -306,8 +307,10 @@ PY
 MR_PORT=$((20000 + $$ % 20000))
 da= db=
 # Light-load sleep of the bulk runs at IB MTU 4096 ([engine] load_sleep_max_us; 0 = busy
-# polling, as every other run).
-BULK_SLEEP_US=${BENCH_LOAD_SLEEP_US:-50}
+# polling, as every other run). 100 us since 2026-12-04 (was 50): write_per_core_vs_tcp
+# 1.93-2.74 (median 2.16, 6 quick runs) against 1.96-2.19 with 50 us in the same hour; with
+# 200 us the goodput fell to 23-27 Gb/s in three runs of four (docs/performance.md, session 11).
+BULK_SLEEP_US=${BENCH_LOAD_SLEEP_US:-100}
 mr_start() { # [MTU [SLEEP]]: the port's mtu (1500: IB MTU 1024; JUMBO_MTU: 4096 in JUMBO_BSIZE
 	# buffers); the engines' load_sleep_max_us (default 0)
 	local n role ip lc ns mtu=${1:-1500} sleep=${2:-0} bs=
@@ -506,9 +509,44 @@ mr_embed_run() {
 			"$(echo "$1 * 100" | bc -l)" "$(echo "$2 * 100" | bc -l)")"
 }
 
+# mr_paired KEY BASE TEST ARGS...: mr_run between two raw memif measurements of the ratio's
+# baseline (BASE: a frame size for memif_rate, or "pp" for the 82-byte ping-pong), keys
+# memif.*_KEY_pre and _post. This machine's speed drifts by up to 2x over minutes (memif's own
+# 82-byte rate: 11.5 to 22.9 Mframes/s in three full runs of one evening), so a ratio against
+# a baseline measured minutes earlier in section 2 moved with the drift; the ratios use the mean
+# of these two instead (the section-2 figure stays in the table, and in *_unpaired). The
+# daemons are stopped (SIGSTOP) while memif runs, so that its two pollers have the CPUs.
+mr_paired() {
+	local key=$1 base=$2 n
+	shift 2
+	[ -n "${BENCH_MR_RUNS:-}" ] && ! [[ $key =~ $BENCH_MR_RUNS ]] && return 0
+	for n in pre run post; do
+		if [ $n = run ]; then
+			mr_run "$key" "$@"
+			continue
+		fi
+		[ $mr_embed = 0 ] && kill -STOP $da $db
+		echo "   (raw memif baseline for $key, $([ $n = pre ] && echo before || echo after) it$([ $mr_embed = 0 ] && echo "; the daemons stopped meanwhile, which their engine_max_gap_ns shows"))"
+		if [ "$base" = pp ]; then
+			memif_pingpong 82 "_${key}_$n"
+		else
+			memif_rate "$base" "_${key}_$n"
+		fi
+		# The headline goodput run: kernel TCP at its MTU beside it too (write_vs_tcp,
+		# write_per_core_vs_tcp), keys tcpj_KEY_pre / _post.
+		[ "$base" = 4154 ] && tcp_mtu "$JUMBO_MTU" "tcpj_${key}_$n"
+		[ $mr_embed = 0 ] && kill -CONT $da $db
+	done
+}
+
 mr_bulk() { # KEY-SUFFIX: WRITE at every BW_SIZES size and READ 64 KiB, apps asleep on events
 	local s
 	for s in $BW_SIZES; do
+		# The headline goodput ratio's run (write_vs_memif) between its baselines.
+		if [ "$s$1" = 65536_mtu4096 ]; then
+			mr_paired "write_bw_$s$1" 4154 write_bw -s "$s" -D "$T" -e
+			continue
+		fi
 		mr_run "write_bw_$s$1" write_bw -s "$s" -D "$T" -e
 	done
 	mr_run "read_bw_65536$1" read_bw -s 65536 -D "$T" -e
@@ -557,6 +595,10 @@ mr_section() {
 	mr_bulk ""
 	for q in 1 16 64; do
 		[ $quick = 1 ] && [ $q = 64 ] && continue
+		if [ $q = 16 ]; then
+			mr_paired "write_rate_8_q$q" 82 write_bw -s 8 -q $q -t 128 -D "$T" --yield
+			continue
+		fi
 		mr_run "write_rate_8_q$q" write_bw -s 8 -q $q -t 128 -D "$T" --yield
 	done
 	# QP scaling: 8-byte WRITEs over 1024 QPs, 16 outstanding per QP (1024 x 128 would exceed
@@ -584,7 +626,7 @@ mr_section() {
 	# 20000 round trips in quick runs too: a fresh memif connection's first pass over its
 	# 4096 ring slots faults in the region's 4 KiB pages (two frames per round trip, a WRITE
 	# and its ACK: 2048 slow round trips of ~25 us); the daemons above had warmed theirs.
-	mr_run write_lat_8_embed write_lat -s 8 -n 20000
+	mr_paired write_lat_8_embed pp write_lat -s 8 -n 20000
 	mr_run send_lat_8_embed send_lat -s 8 -n 20000
 	mr_run write_rate_8_q16_embed write_bw -s 8 -q 16 -t 128 -D "$T"
 	mr_embed=0
@@ -614,6 +656,11 @@ def g(k):
     return x if isinstance(x, float) else None
 def ratio(a, b):
     return round(a / b, 3) if a is not None and b else None
+# A baseline measured right before and right after the run KEY (mr_paired): their mean, or the
+# one that was measured; else the section-2 figure.
+def paired(base, key):
+    xs = [x for x in (g("%s_%s_pre" % (base, key)), g("%s_%s_post" % (base, key))) if x]
+    return sum(xs) / len(xs) if xs else g(base)
 why = {}
 # ICRC: the median over the payload-bearing frame sizes (1 KiB .. 4 KiB) of the per-size ratios.
 big = [1024, 1518, 2048, 4096]
@@ -633,10 +680,15 @@ if top["icrc_vs_rte_net_crc"] is None:
 # metaroce vs raw memif and TCP.
 # The headline goodput ratios are at the largest IB MTU (4096, port mtu 4200) against memif's
 # 4154-byte frames and TCP at the same MTU; the *_1024 twins at IB MTU 1024 / mtu 1500.
+# Kernel TCP measured right before and after the run KEY (mr_paired): the mean, else section 4's.
+def tcp_paired(tcpkey, field, key):
+    xs = [x for x in (g("%s_%s_pre.%s" % (tcpkey, key, field)), g("%s_%s_post.%s" % (tcpkey, key, field))) if x]
+    return sum(xs) / len(xs) if xs else g("%s.%s" % (tcpkey, field))
 def bw_ratios(sfx, wkey, frame, tcpkey):
     w, wc = g("mr.%s_gbps" % wkey), g("mr.%s_cores" % wkey)
-    tcp, tcpc = g("%s.bps" % tcpkey), g("%s.cores" % tcpkey)
-    top["write_vs_memif" + sfx] = ratio(w * 1e9 / 8 if w else None, g("memif.Bps_%d" % frame))
+    tcp, tcpc = tcp_paired(tcpkey, "bps", wkey), tcp_paired(tcpkey, "cores", wkey)
+    top["write_vs_memif" + sfx] = ratio(w * 1e9 / 8 if w else None,
+                                        paired("memif.Bps_%d" % frame, wkey))
     top["write_vs_tcp" + sfx] = ratio(w * 1e9 if w else None, tcp)
     top["write_per_core_vs_tcp" + sfx] = (ratio(w * 1e9 / wc, tcp / tcpc)
                                           if w and wc and tcp and tcpc else None)
@@ -644,24 +696,34 @@ bw_ratios("", "write_bw_65536_mtu4096", 4154, "tcpj")
 bw_ratios("_busy", "write_bw_65536_mtu4096_busy", 4154, "tcpj")
 bw_ratios("_1024", "write_bw_65536", 1082, "tcp")
 r16 = g("mr.write_rate_8_q16_mpps")
-top["rate_vs_memif"] = ratio(r16 * 1e6 if r16 else None, g("memif.pps_82"))
+top["rate_vs_memif"] = ratio(r16 * 1e6 if r16 else None, paired("memif.pps_82", "write_rate_8_q16"))
 # The same per engine core (the must-show's wording): messages/s per core the two engines used
 # against frames/s per core the two memif pollers used. The apps' CPU is not in it (app a
 # shares CPU b with engine b; the machine's total is printed beside each run).
-c16, mc = g("mr.write_rate_8_q16_cores"), g("memif.cores_82")
-top["rate_per_core_vs_memif"] = (ratio(r16 * 1e6 / c16, g("memif.pps_82") / mc)
-                                 if r16 and c16 and mc and g("memif.pps_82") else None)
+c16, mc = g("mr.write_rate_8_q16_cores"), paired("memif.cores_82", "write_rate_8_q16")
+mp = paired("memif.pps_82", "write_rate_8_q16")
+top["rate_per_core_vs_memif"] = (ratio(r16 * 1e6 / c16, mp / mc)
+                                 if r16 and c16 and mc and mp else None)
 # perftest's (and mrperf's) ping-pong latency is half a round trip (RTT / 2 per sample):
 # doubled, it is compared with memif_pingpong's full round trip.
 def rtt(k):
     x = g(k)
     return 2 * x if x is not None else None
-top["latency_vs_memif"] = ratio(rtt("mr.write_lat_8_embed_p50_us"), g("memif.rtt_p50_us"))
+top["latency_vs_memif"] = ratio(rtt("mr.write_lat_8_embed_p50_us"),
+                                paired("memif.rtt_p50_us", "write_lat_8_embed"))
 top["latency_send_vs_memif"] = ratio(rtt("mr.send_lat_8_embed_p50_us"), g("memif.rtt_p50_us"))
 top["latency_daemon_vs_memif"] = ratio(rtt("mr.write_lat_8_p50_us"), g("memif.rtt_p50_us"))
 re16 = g("mr.write_rate_8_q16_embed_mpps")
 top["rate_embed_vs_memif"] = ratio(re16 * 1e6 if re16 else None, g("memif.pps_82"))
 top["latency_send_events_vs_memif"] = ratio(rtt("mr.send_lat_8_p50_us"), g("memif.rtt_p50_us"))
+# The same three against the section-2 baselines, measured minutes before (as until 2026-12-04).
+w4 = g("mr.write_bw_65536_mtu4096_gbps")
+top["write_vs_memif_unpaired"] = ratio(w4 * 1e9 / 8 if w4 else None, g("memif.Bps_4154"))
+w4c, tj, tjc = g("mr.write_bw_65536_mtu4096_cores"), g("tcpj.bps"), g("tcpj.cores")
+top["write_per_core_vs_tcp_unpaired"] = (ratio(w4 * 1e9 / w4c, tj / tjc)
+                                         if w4 and w4c and tj and tjc else None)
+top["rate_vs_memif_unpaired"] = ratio(r16 * 1e6 if r16 else None, g("memif.pps_82"))
+top["latency_vs_memif_unpaired"] = ratio(rtt("mr.write_lat_8_embed_p50_us"), g("memif.rtt_p50_us"))
 r1, r64 = g("mr.write_rate_8_q1_mpps"), g("mr.write_rate_8_q64_mpps")
 top["qp_scaling"] = ratio(g("mr.write_rate_8_s1024_mpps"), g("mr.write_rate_8_q1_mpps"))
 if top["qp_scaling"] is None:
@@ -679,7 +741,10 @@ for k, src in (("write_vs_memif", "write_bw/memif"), ("write_vs_tcp", "write_bw/
                ("latency_send_vs_memif", "embedded send_lat/memif ping-pong"),
                ("latency_daemon_vs_memif", "write_lat/memif ping-pong"),
                ("rate_embed_vs_memif", "embedded rate/memif"),
-               ("latency_send_events_vs_memif", "send_lat -e/memif ping-pong")):
+               ("latency_send_events_vs_memif", "send_lat -e/memif ping-pong"),
+               ("write_vs_memif_unpaired", "write_bw/memif"), ("rate_vs_memif_unpaired", "rate/memif"),
+               ("write_per_core_vs_tcp_unpaired", "write_bw/iperf3 CPU"),
+               ("latency_vs_memif_unpaired", "embedded write_lat/memif ping-pong")):
     if top[k] is None and k not in why:
         why[k] = "an input was not measured (%s): see notes" % src
 out_j = dict(top)
@@ -689,14 +754,15 @@ out_j["notes"] = notes
 out_j["quick"] = quick
 out_j["definitions"] = {
     "icrc_*": "median over 1024/1518/2048/4096-byte frames of ICRC bytes/s / baseline bytes/s, one core, CPU time",
-    "write_vs_memif": "64 KiB WRITE goodput at IB MTU 4096 (port mtu 4200, memif bsize 4352) / raw memif bytes/s at 4154-byte frames (memif_pingpong blast -> sink)",
+    "write_vs_memif": "64 KiB WRITE goodput at IB MTU 4096 (port mtu 4200, memif bsize 4352) / raw memif bytes/s at 4154-byte frames (memif_pingpong blast -> sink), the mean of one measurement right before and one right after the WRITE run (daemons stopped meanwhile; since 2026-12-04)",
+    "*_unpaired": "write_vs_memif, write_per_core_vs_tcp, rate_vs_memif and latency_vs_memif against the raw memif and kernel TCP figures of sections 2 and 4, measured minutes before (this machine's speed drifts: memif's own 82-byte rate ranged 11.5-22.9 Mframes/s over one evening)",
     "write_vs_tcp": "64 KiB WRITE goodput at IB MTU 4096 / one iperf3 stream goodput (veth, MTU 4200)",
-    "write_per_core_vs_tcp": "(WRITE goodput at IB MTU 4096 / engine cores used, both daemons) / (iperf3 goodput at MTU 4200 / CPU cores used, both ends); the engines sleep under light load ([engine] load_sleep_max_us = 50, since 2026-12-04)",
+    "write_per_core_vs_tcp": "(WRITE goodput at IB MTU 4096 / engine cores used, both daemons) / (iperf3 goodput at MTU 4200 / CPU cores used, both ends: the mean of one iperf3 run right before and one right after the WRITE run, daemons stopped meanwhile, since 2026-12-04); the engines sleep under light load ([engine] load_sleep_max_us = 100; 50 on 2026-12-04 before 04:15 UTC)",
     "write_*_busy": "the same 64 KiB WRITE at IB MTU 4096 with both engines busy polling (load_sleep_max_us = 0)",
     "write_*_1024": "the same at IB MTU 1024: port mtu 1500, memif 1082-byte frames, iperf3 at MTU 1500",
-    "rate_vs_memif": "8 B WRITE messages/s at 16 QPs / raw memif frames/s at 82 B",
+    "rate_vs_memif": "8 B WRITE messages/s at 16 QPs / raw memif frames/s at 82 B, the mean of one measurement right before and one right after the rate run (as write_vs_memif)",
     "rate_per_core_vs_memif": "(8 B WRITE messages/s at 16 QPs / engine cores used, both daemons) / (raw memif frames/s at 82 B / cores its two pollers used); the apps' CPU is not counted (the machine's total is printed with each run)",
-    "latency_vs_memif": "8 B write ping-pong round trip p50 (2 x perftest's one-way t_typical), metaroce run to completion (engine embedded in each mrperf, $METAROCE_ENGINE: one polling thread per side, as memif_pingpong) / raw memif 82-byte ping-pong RTT p50 (lower is better; until 2026-12-03 the daemon figure below)",
+    "latency_vs_memif": "8 B write ping-pong round trip p50 (2 x perftest's one-way t_typical), metaroce run to completion (engine embedded in each mrperf, $METAROCE_ENGINE: one polling thread per side, as memif_pingpong) / raw memif 82-byte ping-pong RTT p50, the mean of one ping-pong right before and one right after (lower is better; until 2026-12-03 the daemon figure below)",
     "latency_send_vs_memif": "the same for 8 B send ping-pong (embedded, polling)",
     "latency_daemon_vs_memif": "8 B write ping-pong round trip p50 through two metaroced daemons (apps poll with --yield: 4 pollers on the machine's 2 CPUs) / raw memif ping-pong RTT p50",
     "rate_embed_vs_memif": "8 B WRITE messages/s at 16 QPs, engine embedded in each mrperf (one thread per side posts, polls and runs the engine) / raw memif frames/s at 82 B",
@@ -711,7 +777,9 @@ for k in ("icrc_vs_memcpy", "icrc_vs_rte_net_crc", "icrc_vs_rte_net_crc_default"
           "write_vs_tcp_busy", "write_per_core_vs_tcp_busy", "write_vs_memif_1024",
           "write_vs_tcp_1024", "write_per_core_vs_tcp_1024", "rate_vs_memif",
           "rate_per_core_vs_memif", "rate_embed_vs_memif", "latency_vs_memif", "latency_send_vs_memif",
-          "latency_daemon_vs_memif", "latency_send_events_vs_memif", "qp_scaling", "qp_scaling_64"):
+          "latency_daemon_vs_memif", "latency_send_events_vs_memif", "write_vs_memif_unpaired",
+          "write_per_core_vs_tcp_unpaired",
+          "rate_vs_memif_unpaired", "latency_vs_memif_unpaired", "qp_scaling", "qp_scaling_64"):
     print("%-26s %s%s" % (k, top[k], "" if top[k] is not None else "   (" + why.get(k, "?") + ")"))
 for k, n in notes.items():
     print("note %s: %s" % (k, n))
