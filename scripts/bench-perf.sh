@@ -509,34 +509,36 @@ mr_embed_run() {
 			"$(echo "$1 * 100" | bc -l)" "$(echo "$2 * 100" | bc -l)")"
 }
 
-# mr_paired KEY BASE TEST ARGS...: mr_run between two raw memif measurements of the ratio's
-# baseline (BASE: a frame size for memif_rate, or "pp" for the 82-byte ping-pong), keys
-# memif.*_KEY_pre and _post. This machine's speed drifts by up to 2x over minutes (memif's own
-# 82-byte rate: 11.5 to 22.9 Mframes/s in three full runs of one evening), so a ratio against
-# a baseline measured minutes earlier in section 2 moved with the drift; the ratios use the mean
-# of these two instead (the section-2 figure stays in the table, and in *_unpaired). The
-# daemons are stopped (SIGSTOP) while memif runs, so that its two pollers have the CPUs.
+# mr_paired KEY BASE TEST ARGS...: mr_run between two measurements of the ratio's baseline
+# (mr_baseline), keys memif.*_KEY_pre and _post (and tcpj_KEY_pre/_post). This machine's speed
+# flips by up to 2x within seconds (memif's 82-byte rate: 11.6 Mframes/s right before one rate
+# run, 32.6 right after it), so a ratio against a baseline measured minutes earlier in section
+# 2 or 4 moved with it; the ratios use the mean of these two instead (the section-2/4 figures
+# stay in the table, and in *_unpaired).
 mr_paired() {
-	local key=$1 base=$2 n
+	local key=$1 base=$2
 	shift 2
 	[ -n "${BENCH_MR_RUNS:-}" ] && ! [[ $key =~ $BENCH_MR_RUNS ]] && return 0
-	for n in pre run post; do
-		if [ $n = run ]; then
-			mr_run "$key" "$@"
-			continue
-		fi
-		[ $mr_embed = 0 ] && kill -STOP $da $db
-		echo "   (raw memif baseline for $key, $([ $n = pre ] && echo before || echo after) it$([ $mr_embed = 0 ] && echo "; the daemons stopped meanwhile, which their engine_max_gap_ns shows"))"
-		if [ "$base" = pp ]; then
-			memif_pingpong 82 "_${key}_$n"
-		else
-			memif_rate "$base" "_${key}_$n"
-		fi
-		# The headline goodput run: kernel TCP at its MTU beside it too (write_vs_tcp,
-		# write_per_core_vs_tcp), keys tcpj_KEY_pre / _post.
-		[ "$base" = 4154 ] && tcp_mtu "$JUMBO_MTU" "tcpj_${key}_$n"
-		[ $mr_embed = 0 ] && kill -CONT $da $db
-	done
+	mr_baseline "$key" "$base" pre
+	mr_run "$key" "$@"
+	mr_baseline "$key" "$base" post
+}
+# mr_baseline KEY BASE pre|post: BASE is a frame size for memif_rate or "pp" for the 82-byte
+# ping-pong; beside the 4154-byte rate also kernel TCP at its MTU (write_vs_tcp,
+# write_per_core_vs_tcp). The daemons are stopped (SIGSTOP) meanwhile, so that the baseline's
+# pollers have the CPUs.
+mr_baseline() {
+	local key=$1 base=$2 when=$3 why=
+	[ $mr_embed = 0 ] && kill -STOP $da $db &&
+		why="; the daemons stopped meanwhile, which their engine_max_gap_ns shows"
+	echo "   (raw baseline for $key, $([ $when = pre ] && echo before || echo after) it$why)"
+	if [ "$base" = pp ]; then
+		memif_pingpong 82 "_${key}_$when"
+	else
+		memif_rate "$base" "_${key}_$when"
+	fi
+	[ "$base" = 4154 ] && tcp_mtu "$JUMBO_MTU" "tcpj_${key}_$when"
+	[ $mr_embed = 0 ] && kill -CONT $da $db
 }
 
 mr_bulk() { # KEY-SUFFIX: WRITE at every BW_SIZES size and READ 64 KiB, apps asleep on events
@@ -656,11 +658,12 @@ def g(k):
     return x if isinstance(x, float) else None
 def ratio(a, b):
     return round(a / b, 3) if a is not None and b else None
-# A baseline measured right before and right after the run KEY (mr_paired): their mean, or the
-# one that was measured; else the section-2 figure.
-def paired(base, key):
-    xs = [x for x in (g("%s_%s_pre" % (base, key)), g("%s_%s_post" % (base, key))) if x]
-    return sum(xs) / len(xs) if xs else g(base)
+# A baseline measured right before and right after a run (mr_paired; KEY is the figure's key
+# with %s where _RUN_pre / _RUN_post go): their mean, or the one measured; else the section's
+# own figure (%s empty). pair=False: always the section's figure (the *_unpaired ratios).
+def paired(key, run, pair=True):
+    xs = [x for x in (g(key % ("_%s_pre" % run)), g(key % ("_%s_post" % run))) if x] if pair else []
+    return sum(xs) / len(xs) if xs else g(key % "")
 why = {}
 # ICRC: the median over the payload-bearing frame sizes (1 KiB .. 4 KiB) of the per-size ratios.
 big = [1024, 1518, 2048, 4096]
@@ -680,15 +683,12 @@ if top["icrc_vs_rte_net_crc"] is None:
 # metaroce vs raw memif and TCP.
 # The headline goodput ratios are at the largest IB MTU (4096, port mtu 4200) against memif's
 # 4154-byte frames and TCP at the same MTU; the *_1024 twins at IB MTU 1024 / mtu 1500.
-# Kernel TCP measured right before and after the run KEY (mr_paired): the mean, else section 4's.
-def tcp_paired(tcpkey, field, key):
-    xs = [x for x in (g("%s_%s_pre.%s" % (tcpkey, key, field)), g("%s_%s_post.%s" % (tcpkey, key, field))) if x]
-    return sum(xs) / len(xs) if xs else g("%s.%s" % (tcpkey, field))
-def bw_ratios(sfx, wkey, frame, tcpkey):
+def bw_ratios(sfx, wkey, frame, tcpkey, pair=True):
     w, wc = g("mr.%s_gbps" % wkey), g("mr.%s_cores" % wkey)
-    tcp, tcpc = tcp_paired(tcpkey, "bps", wkey), tcp_paired(tcpkey, "cores", wkey)
+    tcp = paired(tcpkey + "%s.bps", wkey, pair)
+    tcpc = paired(tcpkey + "%s.cores", wkey, pair)
     top["write_vs_memif" + sfx] = ratio(w * 1e9 / 8 if w else None,
-                                        paired("memif.Bps_%d" % frame, wkey))
+                                        paired("memif.Bps_%d%%s" % frame, wkey, pair))
     top["write_vs_tcp" + sfx] = ratio(w * 1e9 if w else None, tcp)
     top["write_per_core_vs_tcp" + sfx] = (ratio(w * 1e9 / wc, tcp / tcpc)
                                           if w and wc and tcp and tcpc else None)
@@ -696,12 +696,12 @@ bw_ratios("", "write_bw_65536_mtu4096", 4154, "tcpj")
 bw_ratios("_busy", "write_bw_65536_mtu4096_busy", 4154, "tcpj")
 bw_ratios("_1024", "write_bw_65536", 1082, "tcp")
 r16 = g("mr.write_rate_8_q16_mpps")
-top["rate_vs_memif"] = ratio(r16 * 1e6 if r16 else None, paired("memif.pps_82", "write_rate_8_q16"))
+top["rate_vs_memif"] = ratio(r16 * 1e6 if r16 else None, paired("memif.pps_82%s", "write_rate_8_q16"))
 # The same per engine core (the must-show's wording): messages/s per core the two engines used
 # against frames/s per core the two memif pollers used. The apps' CPU is not in it (app a
 # shares CPU b with engine b; the machine's total is printed beside each run).
-c16, mc = g("mr.write_rate_8_q16_cores"), paired("memif.cores_82", "write_rate_8_q16")
-mp = paired("memif.pps_82", "write_rate_8_q16")
+c16, mc = g("mr.write_rate_8_q16_cores"), paired("memif.cores_82%s", "write_rate_8_q16")
+mp = paired("memif.pps_82%s", "write_rate_8_q16")
 top["rate_per_core_vs_memif"] = (ratio(r16 * 1e6 / c16, mp / mc)
                                  if r16 and c16 and mc and mp else None)
 # perftest's (and mrperf's) ping-pong latency is half a round trip (RTT / 2 per sample):
@@ -710,18 +710,14 @@ def rtt(k):
     x = g(k)
     return 2 * x if x is not None else None
 top["latency_vs_memif"] = ratio(rtt("mr.write_lat_8_embed_p50_us"),
-                                paired("memif.rtt_p50_us", "write_lat_8_embed"))
+                                paired("memif.rtt_p50_us%s", "write_lat_8_embed"))
 top["latency_send_vs_memif"] = ratio(rtt("mr.send_lat_8_embed_p50_us"), g("memif.rtt_p50_us"))
 top["latency_daemon_vs_memif"] = ratio(rtt("mr.write_lat_8_p50_us"), g("memif.rtt_p50_us"))
 re16 = g("mr.write_rate_8_q16_embed_mpps")
 top["rate_embed_vs_memif"] = ratio(re16 * 1e6 if re16 else None, g("memif.pps_82"))
 top["latency_send_events_vs_memif"] = ratio(rtt("mr.send_lat_8_p50_us"), g("memif.rtt_p50_us"))
-# The same three against the section-2 baselines, measured minutes before (as until 2026-12-04).
-w4 = g("mr.write_bw_65536_mtu4096_gbps")
-top["write_vs_memif_unpaired"] = ratio(w4 * 1e9 / 8 if w4 else None, g("memif.Bps_4154"))
-w4c, tj, tjc = g("mr.write_bw_65536_mtu4096_cores"), g("tcpj.bps"), g("tcpj.cores")
-top["write_per_core_vs_tcp_unpaired"] = (ratio(w4 * 1e9 / w4c, tj / tjc)
-                                         if w4 and w4c and tj and tjc else None)
+# The same against the section-2/4 baselines, measured minutes before (as until 2026-12-04).
+bw_ratios("_unpaired", "write_bw_65536_mtu4096", 4154, "tcpj", pair=False)
 top["rate_vs_memif_unpaired"] = ratio(r16 * 1e6 if r16 else None, g("memif.pps_82"))
 top["latency_vs_memif_unpaired"] = ratio(rtt("mr.write_lat_8_embed_p50_us"), g("memif.rtt_p50_us"))
 r1, r64 = g("mr.write_rate_8_q1_mpps"), g("mr.write_rate_8_q64_mpps")
@@ -744,6 +740,7 @@ for k, src in (("write_vs_memif", "write_bw/memif"), ("write_vs_tcp", "write_bw/
                ("latency_send_events_vs_memif", "send_lat -e/memif ping-pong"),
                ("write_vs_memif_unpaired", "write_bw/memif"), ("rate_vs_memif_unpaired", "rate/memif"),
                ("write_per_core_vs_tcp_unpaired", "write_bw/iperf3 CPU"),
+               ("write_vs_tcp_unpaired", "write_bw/iperf3"),
                ("latency_vs_memif_unpaired", "embedded write_lat/memif ping-pong")):
     if top[k] is None and k not in why:
         why[k] = "an input was not measured (%s): see notes" % src
@@ -778,7 +775,7 @@ for k in ("icrc_vs_memcpy", "icrc_vs_rte_net_crc", "icrc_vs_rte_net_crc_default"
           "write_vs_tcp_1024", "write_per_core_vs_tcp_1024", "rate_vs_memif",
           "rate_per_core_vs_memif", "rate_embed_vs_memif", "latency_vs_memif", "latency_send_vs_memif",
           "latency_daemon_vs_memif", "latency_send_events_vs_memif", "write_vs_memif_unpaired",
-          "write_per_core_vs_tcp_unpaired",
+          "write_vs_tcp_unpaired", "write_per_core_vs_tcp_unpaired",
           "rate_vs_memif_unpaired", "latency_vs_memif_unpaired", "qp_scaling", "qp_scaling_64"):
     print("%-26s %s%s" % (k, top[k], "" if top[k] is not None else "   (" + why.get(k, "?") + ")"))
 for k, n in notes.items():

@@ -400,10 +400,12 @@ int mr_ctx_rx(struct mr_ctx *ctx, const struct mr_pkt *pkt, uint64_t now)
 	qp->stats.rx_pkts++;
 	qp->stats.rx_bytes += pkt->paylen;
 	rc_count_rx(qp, op);
-	if (placed != 0 && rc_is_request(b))
-		qp->eng->rx_req(qp, pkt, now);
-	else if (placed != 0)
-		qp->eng->rx_resp(qp, pkt, now);
+	if (placed != 0) {
+		if (rc_is_request(b))
+			qp->eng->rx_req(qp, pkt, now);
+		else
+			qp->eng->rx_resp(qp, pkt, now);
+	}
 	rc_check_overrun(qp);
 	return 0;
 }
