@@ -100,6 +100,8 @@ void mr_cnt_ctx(const struct mr_cnt_sink *k, const struct mr_ctx_stats *s)
 	c(k, "rx_drop_bad_opcode", s->rx_dropped);
 	c(k, "rx_drop_bad_pkey", s->rx_bad_pkey);
 	c(k, "rx_drop_bad_source", s->rx_bad_source);
+	c(k, "acks_sent_after_destroy", s->parting_acks); /* owed by a QP destroyed first */
+	c(k, "acks_lost_to_destroy", s->parting_dropped);
 }
 
 static const char *const parse_names[MR_PARSE_NR_RESULTS] = {

@@ -169,6 +169,8 @@ static void transport(struct mr_json *j, const struct mr_stats_view *v)
 	mr_json_u64(j, "ctx_rx_dropped", v->cs.rx_dropped);
 	mr_json_u64(j, "ctx_rx_bad_pkey", v->cs.rx_bad_pkey);
 	mr_json_u64(j, "ctx_rx_bad_source", v->cs.rx_bad_source);
+	mr_json_u64(j, "ctx_parting_acks", v->cs.parting_acks);
+	mr_json_u64(j, "ctx_parting_dropped", v->cs.parting_dropped);
 	mr_json_u64(j, "metaroce_by_policy", v->policy_upgrades);
 	/* Destroyed QPs included: totals never go back. */
 	mr_json_obj_begin(j, "sum");

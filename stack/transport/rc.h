@@ -241,6 +241,8 @@ struct mr_ctx_stats {
 	uint64_t rx_dropped;
 	uint64_t rx_bad_pkey;    /* BTH P_Key outside our (default) partition: dropped */
 	uint64_t rx_bad_source;  /* connected QP, packet from another address: dropped */
+	uint64_t parting_acks;   /* ACKs a QP owed when it was destroyed, sent after it */
+	uint64_t parting_dropped; /* such ACKs not kept (RC_PARTING_MAX waiting already) */
 };
 void mr_ctx_get_stats(const struct mr_ctx *ctx, struct mr_ctx_stats *st);
 

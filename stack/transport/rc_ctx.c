@@ -457,10 +457,34 @@ static int rc_serve(struct rc_link *list, uint32_t *streak, bool resp, uint64_t 
 	return 0;
 }
 
+/* The oldest ACK of a destroyed QP (rc_qp.c rc_qp_parting_ack), as rc_resp_tx builds one. */
+static void rc_parting_tx(struct mr_ctx *ctx, struct mr_tx_pkt *out)
+{
+	const struct rc_parting *p = &ctx->parting[ctx->parting_head];
+	struct mr_roce_hdrs *h = &out->hdr;
+
+	rc_tx_reset(out);
+	ctx->parting_path = p->path; /* stays put while the caller builds the frame */
+	out->path = &ctx->parting_path;
+	h->opcode = MR_OP_RC_ACK;
+	h->pkey = 0xffff;
+	h->dqpn = p->dqpn;
+	h->psn = p->psn;
+	h->aeth.msn = p->msn;
+	h->aeth.syndrome = MR_AETH_ACK | MR_AETH_CREDIT_INVALID;
+	ctx->parting_head = (ctx->parting_head + 1) % RC_PARTING_MAX;
+	ctx->parting_n--;
+	ctx->stats.parting_acks++;
+}
+
 int mr_ctx_tx(struct mr_ctx *ctx, uint64_t now, struct mr_tx_pkt *out)
 {
 	if (ctx == NULL || out == NULL)
 		return -EINVAL;
+	if (ctx->parting_n > 0) {
+		rc_parting_tx(ctx, out);
+		return 1;
+	}
 	/* Responses first: they free the peer's resources and never depend on our window. */
 	if (rc_serve(&ctx->resp_sched, NULL, true, now, out))
 		return 1;

@@ -103,6 +103,14 @@ struct rc_timers {
 	struct rc_tm_ent h[];  /* 1-based heap: the children of h[i] are h[2i] and h[2i+1] */
 };
 
+/* An ACK owed by a QP destroyed before it was sent (rc_qp.c rc_qp_parting_ack): the QP is gone,
+ * so the header's fields and the path are kept here until mr_ctx_tx hands the ACK out. */
+#define RC_PARTING_MAX 32
+struct rc_parting {
+	struct mr_path path;
+	uint32_t dqpn, psn, msn;
+};
+
 struct mr_ctx {
 	struct mr_ctx_params p;
 	uint32_t max_inflight;
@@ -117,6 +125,9 @@ struct mr_ctx {
 	struct rc_timers *tm;       /* armed QPs (allocated: mutable behind a const ctx) */
 	struct rc_link pds, cqs, srqs;
 	struct mr_ctx_stats stats;
+	struct rc_parting parting[RC_PARTING_MAX]; /* FIFO: [parting_head, + parting_n) */
+	uint32_t parting_head, parting_n;
+	struct mr_path parting_path; /* the path of the parting ACK mr_ctx_tx handed out last */
 };
 
 struct mr_pd {

@@ -164,10 +164,57 @@ void rc_qp_free(struct mr_qp *qp)
 	free(qp);
 }
 
+/* An app may destroy its QP right after its last completion, before the engine has sent the
+ * ACK the responder owes for what it received: queued in the response ring, or held by the
+ * delayed-ACK timer (a run's last packet without AckReq). Without it the peer's requester
+ * times out and retries into a QP that no longer exists until RETRY_EXC_ERR (IBA 9.7.6.1.3),
+ * though every byte arrived; rxe and ConnectX have sent their ACK by then. So the ACK the
+ * responder owes (IBA 9.7.5.1.2: cumulative, up to the last PSN received in sequence, or the
+ * last queued ACK before a READ/atomic response or a NAK, which need the QP) is kept in the
+ * context and leaves after the QP is gone. MetaRoCE's ACKs carry its SACK state and are left
+ * to its own recovery. */
+static void rc_qp_parting_ack(struct mr_qp *qp)
+{
+	struct mr_ctx *ctx = qp->ctx;
+	struct rc_parting *p;
+	uint32_t i, psn = 0, msn = 0;
+	bool owed = false;
+
+	if (qp->eng != &rc_engine || (qp->state != MR_QPS_RTR && qp->state != MR_QPS_RTS &&
+				      qp->state != MR_QPS_SQD && qp->state != MR_QPS_SQE))
+		return;
+	for (i = 0; i < qp->resp.ring_count; i++) {
+		const struct rc_resp *e = &qp->resp.ring[(qp->resp.ring_head + i) % RC_RESP_RING];
+
+		if (e->kind != RC_RESP_ACK || (e->syndrome & MR_AETH_TYPE_MASK) != MR_AETH_ACK)
+			break;
+		owed = true;
+		psn = e->psn;
+		msn = e->msn;
+	}
+	if (i == qp->resp.ring_count && qp->resp.since_ack > 0) {
+		owed = true;
+		psn = mr_psn_add(qp->resp.epsn, MR_PSN_MASK);
+		msn = qp->resp.msn;
+	}
+	if (!owed)
+		return;
+	if (ctx->parting_n == RC_PARTING_MAX) {
+		ctx->stats.parting_dropped++;
+		return;
+	}
+	p = &ctx->parting[(ctx->parting_head + ctx->parting_n++) % RC_PARTING_MAX];
+	p->path = qp->attr.path;
+	p->dqpn = qp->attr.dest_qp_num;
+	p->psn = psn;
+	p->msn = msn;
+}
+
 int mr_qp_destroy(struct mr_qp *qp)
 {
 	if (qp == NULL)
 		return -EINVAL;
+	rc_qp_parting_ack(qp);
 	rc_qp_free(qp);
 	return 0;
 }

@@ -518,6 +518,90 @@ static void test_path_mtu_above_port(void **state)
 	assert_int_equal(errno, EINVAL);
 }
 
+/* A QP destroyed before the engine sent the ACK it owed still gets it out (rc_qp.c
+ * rc_qp_parting_ack): queued (a SEND with AckReq, its receive completed) and held by the
+ * delayed-ACK timer (a WRITE FIRST without AckReq). The requester completes, or advances, with
+ * nothing retried; before, the peer retried into the destroyed QP until RETRY_EXC_ERR. */
+static void test_destroy_sends_owed_ack(void **state)
+{
+	struct tw_cfg c;
+	struct tw *w;
+	uint8_t src[2048], dst[2048];
+	struct mr_memreg *ms, *md;
+	struct mr_send_wr wr;
+	struct mr_wc wc;
+	struct mr_ctx_stats cs;
+	uint32_t n0;
+
+	(void)state;
+	tw_default_cfg(&c);
+	c.mtu = 1024;
+	w = tw_create(&c);
+	tw_fill(src, sizeof(src), 3);
+	ms = tw_reg(w, 0, src, sizeof(src), 0);
+	md = tw_reg(w, 1, dst, sizeof(dst), MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE);
+	tw_post_recv(w, 1, 5, dst, 100, md);
+	wr = tw_wr(6, MR_WR_SEND, src, 100, ms);
+	tw_post_send(w, 0, &wr);
+	assert_true(tw_step(w, 0));        /* SEND ONLY (AckReq): B queues its ACK */
+	tw_poll(w->s[1].rcq, 1, &wc);
+	assert_int_equal(wc.status, MR_WC_SUCCESS);
+	assert_memory_equal(dst, src, 100);
+	assert_int_equal(mr_qp_destroy(w->s[1].qp), 0);
+	w->s[1].qp = NULL;
+	assert_true(tw_step(w, 1));        /* the parting ACK */
+	assert_false(tw_step(w, 1));       /* and nothing else */
+	assert_int_equal(w->log[1][0].opcode, MR_OP_RC_ACK);
+	assert_int_equal(w->log[1][0].psn, w->log[0][0].psn);
+	assert_int_equal(w->log[1][0].dqpn, mr_qp_num(w->s[0].qp));
+	assert_int_equal(w->log[1][0].aeth.syndrome & MR_AETH_TYPE_MASK, MR_AETH_ACK);
+	assert_int_equal(w->log[1][0].aeth.msn, 1);
+	tw_poll(w->s[0].scq, 1, &wc);
+	assert_int_equal(wc.status, MR_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 6);
+	mr_ctx_get_stats(w->s[1].ctx, &cs);
+	assert_int_equal(cs.parting_acks, 1);
+	tw_destroy(w);
+
+	/* Held by the delayed-ACK timer: only the FIRST of a 2-packet WRITE arrived. */
+	w = tw_create(&c);
+	ms = tw_reg(w, 0, src, sizeof(src), 0);
+	md = tw_reg(w, 1, dst, sizeof(dst), MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE);
+	wr = tw_wr(7, MR_WR_RDMA_WRITE, src, 2048, ms);
+	wr.rdma.remote_addr = (uint64_t)(uintptr_t)dst;
+	wr.rdma.rkey = mr_memreg_rkey(md);
+	tw_post_send(w, 0, &wr);
+	assert_true(tw_step(w, 0));
+	assert_int_equal(w->log[0][0].opcode, MR_OP_RC_WRITE_FIRST);
+	assert_false(w->log[0][0].ackreq);
+	n0 = w->sent[1];
+	assert_int_equal(n0, 0);           /* no ACK yet: the timer holds it */
+	assert_int_equal(mr_qp_destroy(w->s[1].qp), 0);
+	w->s[1].qp = NULL;
+	assert_true(tw_step(w, 1));
+	assert_false(tw_step(w, 1));
+	assert_int_equal(w->log[1][0].opcode, MR_OP_RC_ACK);
+	assert_int_equal(w->log[1][0].psn, w->log[0][0].psn);
+	assert_int_equal(w->log[1][0].aeth.msn, 0); /* no message complete */
+	assert_int_equal(mr_cq_poll(w->s[0].scq, 1, &wc), 0);
+	tw_destroy(w);
+
+	/* Nothing owed (everything ACKed, or never connected): nothing sent. */
+	w = tw_create(&c);
+	ms = tw_reg(w, 0, src, sizeof(src), 0);
+	md = tw_reg(w, 1, dst, sizeof(dst), MR_ACCESS_LOCAL_WRITE);
+	tw_post_recv(w, 1, 8, dst, 100, md);
+	wr = tw_wr(9, MR_WR_SEND, src, 100, ms);
+	tw_post_send(w, 0, &wr);
+	tw_pump(w, false, 0);
+	n0 = w->sent[1];
+	assert_int_equal(mr_qp_destroy(w->s[1].qp), 0);
+	w->s[1].qp = NULL;
+	assert_false(tw_step(w, 1));
+	assert_int_equal(w->sent[1], n0);
+	tw_destroy(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -529,6 +613,7 @@ int main(void)
 		cmocka_unit_test(test_qpn_next_fit),
 		cmocka_unit_test(test_read_beyond_psn_space),
 		cmocka_unit_test(test_path_mtu_above_port),
+		cmocka_unit_test(test_destroy_sends_owed_ack),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
