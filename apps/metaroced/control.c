@@ -100,7 +100,7 @@ static void dump(struct mr_control *c, bool json)
 	collect(c);
 	/* The snapshots are only written on request, and the last one was answered. */
 	mr_stats_view_build(&v, c->shards, c->n);
-	mr_stats_print(&v, stdout, false);
+	mr_stats_print_whole(&v, stdout, false);
 	if (json && path != NULL && (rc = mr_stats_json_write(&v, path, false)) < 0)
 		fprintf(stderr, "metaroced: stats json %s: %s\n", path, strerror(-rc));
 }

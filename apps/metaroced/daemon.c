@@ -861,7 +861,7 @@ int mrd_finish(int ret)
 		for (k = 0; k < nsh; k++)
 			mr_shard_snapshot(sh[k]);
 		mr_stats_view_build(&view, sh, nsh);
-		mr_stats_print(&view, g_embedded ? stderr : stdout, true);
+		mr_stats_print_whole(&view, g_embedded ? stderr : stdout, true);
 		if (g_stats_json != NULL &&
 		    (rc = mr_stats_json_write(&view, g_stats_json, true)) < 0) {
 			fprintf(stderr, "metaroced: stats json %s: %s\n", g_stats_json,

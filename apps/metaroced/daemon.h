@@ -313,6 +313,8 @@ void mr_stats_view_build(struct mr_stats_view *v, struct mr_daemon *const *shard
 			 unsigned int n);
 /* One block of "metaroced stats:" lines (final: the exit line). */
 void mr_stats_print(const struct mr_stats_view *v, FILE *f, bool final);
+/* The same in one write(2) to fileno(f): a reader of the log never sees half a dump. */
+void mr_stats_print_whole(const struct mr_stats_view *v, FILE *f, bool final);
 /* stats_json.c: the same counters (and per-QP and per-shard ones) as one JSON document written
  * to path atomically (path.tmp, then rename), for scripts (like `rdma stat` / `ethtool -S`).
  * 0 or negative errno. */

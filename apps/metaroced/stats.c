@@ -8,7 +8,9 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_mempool.h>
 
@@ -143,6 +145,35 @@ void mr_stats_view_build(struct mr_stats_view *v, struct mr_daemon *const *shard
 	}
 }
 
+/* The dump reaches f in one write(2): a reader of the log (a script waiting for the
+ * dump's last line after SIGUSR1, tests/integration/lib.sh) never sees half of it. stdout to a
+ * file is fully buffered, and a dump longer than the buffer used to be written in two parts,
+ * splitting whatever line straddled them. */
+void mr_stats_print_whole(const struct mr_stats_view *v, FILE *f, bool final)
+{
+	char *buf = NULL;
+	size_t len = 0, off = 0;
+	FILE *m = open_memstream(&buf, &len);
+
+	if (m == NULL) {
+		mr_stats_print(v, f, final);
+		return;
+	}
+	mr_stats_print(v, m, final);
+	fclose(m);
+	fflush(f);
+	while (off < len) {
+		ssize_t w = write(fileno(f), buf + off, len - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	free(buf);
+}
+
 void mr_stats_dump_local(struct mr_daemon *const *shards, unsigned int n, bool final, bool json)
 {
 	struct mr_stats_view v;
@@ -152,7 +183,7 @@ void mr_stats_dump_local(struct mr_daemon *const *shards, unsigned int n, bool f
 	for (i = 0; i < n; i++)
 		mr_shard_snapshot(shards[i]);
 	mr_stats_view_build(&v, shards, n);
-	mr_stats_print(&v, stdout, final);
+	mr_stats_print_whole(&v, stdout, final);
 	if (json && shards[0]->stats_json != NULL &&
 	    (rc = mr_stats_json_write(&v, shards[0]->stats_json, final)) < 0)
 		fprintf(stderr, "metaroced: stats json %s: %s\n", shards[0]->stats_json,
