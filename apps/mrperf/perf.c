@@ -802,7 +802,7 @@ out:
 /* Waits for one completion on cq; 0 or -errno. */
 static int wait_one(struct mr_perf_ctx *c, struct mrc_cq *cq, struct mr_wc *wc)
 {
-	uint64_t start = now_ns();
+	uint64_t start = 0;
 	unsigned int spins = 0, k = 0;
 
 	for (;;) {
@@ -812,9 +812,14 @@ static int wait_one(struct mr_perf_ctx *c, struct mrc_cq *cq, struct mr_wc *wc)
 			return fail(c, rc, "poll_cq");
 		if (rc == 1)
 			return check_wc(c, wc);
-		/* the 10-s check on every 16th empty poll (a clock read per poll is not free) */
-		if (++k % 16 == 0 && now_ns() - start > PROGRESS_TIMEOUT_NS)
-			return fail(c, -ETIMEDOUT, "no completion for 10 s");
+		/* The 10-s check on every 16th empty poll, its clock started at the first of them:
+		 * a clock read per poll, or per call (a ping-pong's every round trip), is not free. */
+		if (++k % 16 == 0) {
+			if (start == 0)
+				start = now_ns();
+			else if (now_ns() - start > PROGRESS_TIMEOUT_NS)
+				return fail(c, -ETIMEDOUT, "no completion for 10 s");
+		}
 		if (c->a->events && ev_wait(c, cq, NULL) < 0)
 			return -EIO;
 		poll_idle(c, &spins);
@@ -882,7 +887,7 @@ static int lat_write(struct mr_perf_ctx *c, uint64_t size, uint64_t **tp, uint64
 		if (dur && c->client && now_ns() >= t_end)
 			break;
 		if (rcnt < iters && !(scnt < 1 && !c->client)) {
-			uint64_t start = now_ns();
+			uint64_t start = 0;
 			unsigned int spins = 0, k = 0;
 			bool done = false;
 
@@ -891,11 +896,14 @@ static int lat_write(struct mr_perf_ctx *c, uint64_t size, uint64_t **tp, uint64
 				uint64_t now;
 
 				poll_idle(c, &spins);
-				/* The clock only every 16th empty poll: the checks below are coarse
-				 * (1 ms, 10 s), and a read per spin delays seeing the write. */
+				/* The clock only every 16th empty poll, started at the first of them:
+				 * the checks below are coarse (1 ms, 10 s), and a read per spin (or
+				 * per round trip) delays seeing the write. */
 				if (++k % 16 != 0)
 					continue;
 				now = now_ns();
+				if (start == 0)
+					start = now;
 				if (peer_done(c, now)) {
 					done = true;
 					break;
