@@ -191,6 +191,9 @@ memif_rate() { # SIZE [SFX]; a sink that measured nothing (seen 1 run in 50: the
 	put "memif.cores_$size$sfx" "$(echo "$sh" | tail -1)"
 	put "memif.cpu_$size$sfx" "\"$(echo "$sh" | head -1 | sed 's/ *$//')\""
 	echo "  $(grep '^memif sink' "$work/mb-sink-$size$sfx.log"); CPU $(echo "$sh" | head -1)"
+	# memif_pingpong times with CLOCK_MONOTONIC and says when the TSC ran at another rate
+	# than DPDK's calibration (seen on this host: docs/performance.md, session 12).
+	grep '^TSC:' "$work/mb-sink-$size$sfx.log" | sed 's/^/    sink /'
 }
 
 memif_pingpong() { # SIZE [SFX] (as memif_rate)
@@ -205,6 +208,7 @@ memif_pingpong() { # SIZE [SFX] (as memif_rate)
 		"${EAL_T[@]}" --file-prefix="${tag}ppp" > "$work/pp-ping.log" 2>&1; then
 		grep '^RESULT' "$work/pp-ping.log" | while read -r _ k v; do put "memif.$k$sfx" "$v"; done
 		grep -v '^RESULT' "$work/pp-ping.log" | grep -i rtt | sed 's/^/  /'
+		grep '^TSC:' "$work/pp-ping.log" | sed 's/^/    ping /'
 	else
 		note memif_pp "memif ping-pong failed: $(tail -1 "$work/pp-ping.log")"
 	fi
