@@ -162,9 +162,15 @@ memif_rate_once() { # SIZE [SFX]: memif_pingpong blast (client, CPU a) -> sink (
 	cpu_snap $srv $cli > "$work/s1"
 	sleep "$T"
 	cpu_snap $srv $cli > "$work/s2"
+	# A pair that outlives its time by far is ended (a blaster once ran 11 minutes on a
+	# mis-timed clock and held the whole bench): its sink then reports what it counted.
+	{ sleep $((T + 20)); kill -TERM $cli $srv 2>/dev/null; } &
+	local wd=$!
 	wait $cli 2>/dev/null
 	wait $srv 2>/dev/null
 	memif_sink_rc=$?
+	kill $wd 2>/dev/null
+	wait $wd 2>/dev/null
 	pids=("${pids[@]:0:${#pids[@]}-2}")
 	grep -q '^RESULT pps' "$work/mb-sink-$size${2:-}.log"
 }
