@@ -461,17 +461,9 @@ static int rc_serve(struct rc_link *list, uint32_t *streak, bool resp, uint64_t 
 static void rc_parting_tx(struct mr_ctx *ctx, struct mr_tx_pkt *out)
 {
 	const struct rc_parting *p = &ctx->parting[ctx->parting_head];
-	struct mr_roce_hdrs *h = &out->hdr;
 
-	rc_tx_reset(out);
 	ctx->parting_path = p->path; /* stays put while the caller builds the frame */
-	out->path = &ctx->parting_path;
-	h->opcode = MR_OP_RC_ACK;
-	h->pkey = 0xffff;
-	h->dqpn = p->dqpn;
-	h->psn = p->psn;
-	h->aeth.msn = p->msn;
-	h->aeth.syndrome = MR_AETH_ACK | MR_AETH_CREDIT_INVALID;
+	rc_resp_hdr(out, &ctx->parting_path, p->dqpn, p->psn, p->msn);
 	ctx->parting_head = (ctx->parting_head + 1) % RC_PARTING_MAX;
 	ctx->parting_n--;
 	ctx->stats.parting_acks++;

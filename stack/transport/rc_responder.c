@@ -678,13 +678,7 @@ int rc_resp_tx(struct mr_qp *qp, struct mr_tx_pkt *out)
 	if (qp->resp.ring_count == 0)
 		return 0;
 	e = &qp->resp.ring[qp->resp.ring_head];
-	rc_tx_reset(out);
-	out->path = &qp->attr.path;
-	h->pkey = 0xffff;
-	h->dqpn = qp->attr.dest_qp_num;
-	h->psn = e->psn;
-	h->aeth.msn = e->msn;
-	h->aeth.syndrome = MR_AETH_ACK | MR_AETH_CREDIT_INVALID;
+	rc_resp_hdr(out, &qp->attr.path, qp->attr.dest_qp_num, e->psn, e->msn);
 	switch (e->kind) {
 	case RC_RESP_ACK:
 		h->opcode = MR_OP_RC_ACK;
