@@ -323,7 +323,12 @@ da= db=
 BULK_SLEEP_US=${BENCH_LOAD_SLEEP_US:-100}
 mr_start() { # [MTU [SLEEP]]: the port's mtu (1500: IB MTU 1024; JUMBO_MTU: 4096 in JUMBO_BSIZE
 	# buffers); the engines' load_sleep_max_us (default 0)
-	local n role ip lc ns mtu=${1:-1500} sleep=${2:-0} bs=
+	local n role ip lc ns mtu=${1:-1500} sleep=${2:-0} bs= win=256
+	# A sleeping receiver ACKs up to a sleep late: the window must cover the line rate times
+	# the sleep plus the round trip (engine.c load_sleep). 256 packets are 180 us at
+	# 1.4 Mframes/s; with them the sender stalled (31-32 Gb/s against 49-55 with 1024,
+	# session 13). Busy-polling runs keep 256 (1024 and 8192 measured no faster there).
+	[ "$sleep" -gt 0 ] && win=1024
 	[ "$mtu" -gt 1500 ] && bs=",bsize=$JUMBO_BSIZE"
 	rm -f "$work/memif.sock"
 	# The memif server (b, the mrperf server's side) first: DPDK 22.11's client cannot probe
@@ -335,8 +340,7 @@ mr_start() { # [MTU [SLEEP]]: the port's mtu (1500: IB MTU 1024; JUMBO_MTU: 4096
 		[ $n = b ] && role=server ip=198.18.0.2 lc=$cpu_b
 		ns="mr-$tag-m$n"
 		ip netns add "$ns" 2>/dev/null
-		# One engine lcore each, pure busy polling; a window of 256 packets per QP (1024 and
-		# the default 8192 measured no faster; docs/performance.md).
+		# One engine lcore each, busy polling unless SLEEP; a window of win packets per QP.
 		cat > "$work/$n.conf" <<CONF
 [port]
 eal_args = --vdev=net_memif0,role=$role,id=0,socket=$work/memif.sock,socket-abstract=no,rsize=12$bs
@@ -347,7 +351,7 @@ lcores = $lc
 idle_sleep_us = 0
 load_sleep_max_us = $sleep
 [limits]
-max_inflight = 256
+max_inflight = $win
 # Room for the 1024-QP run in one session (the session quotas default to half the shard's).
 max_qp = 2048
 max_mr = 8192
@@ -764,7 +768,7 @@ out_j["definitions"] = {
     "write_vs_memif": "64 KiB WRITE goodput at IB MTU 4096 (port mtu 4200, memif bsize 4352) / raw memif bytes/s at 4154-byte frames (memif_pingpong blast -> sink), the mean of one measurement right before and one right after the WRITE run (daemons stopped meanwhile; since 2026-12-04)",
     "*_unpaired": "write_vs_memif, write_per_core_vs_tcp, rate_vs_memif and latency_vs_memif against the raw memif and kernel TCP figures of sections 2 and 4, measured minutes before (this machine's speed drifts: memif's own 82-byte rate ranged 11.5-22.9 Mframes/s over one evening)",
     "write_vs_tcp": "64 KiB WRITE goodput at IB MTU 4096 / one iperf3 stream goodput (veth, MTU 4200)",
-    "write_per_core_vs_tcp": "(WRITE goodput at IB MTU 4096 / engine cores used, both daemons) / (iperf3 goodput at MTU 4200 / CPU cores used, both ends: the mean of one iperf3 run right before and one right after the WRITE run, daemons stopped meanwhile, since 2026-12-04); the engines sleep under light load ([engine] load_sleep_max_us = 100; 50 on 2026-12-04 before 04:15 UTC)",
+    "write_per_core_vs_tcp": "(WRITE goodput at IB MTU 4096 / engine cores used, both daemons) / (iperf3 goodput at MTU 4200 / CPU cores used, both ends: the mean of one iperf3 run right before and one right after the WRITE run, daemons stopped meanwhile, since 2026-12-04); the engines sleep under light load ([engine] load_sleep_max_us = 100; 50 on 2026-12-04 before 04:15 UTC) with a window of 1024 packets per QP (256 before session 13)",
     "write_*_busy": "the same 64 KiB WRITE at IB MTU 4096 with both engines busy polling (load_sleep_max_us = 0)",
     "write_*_1024": "the same at IB MTU 1024: port mtu 1500, memif 1082-byte frames, iperf3 at MTU 1500",
     "rate_vs_memif": "8 B WRITE messages/s at 16 QPs / raw memif frames/s at 82 B, the mean of one measurement right before and one right after the rate run (as write_vs_memif)",
