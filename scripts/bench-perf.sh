@@ -89,8 +89,8 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
 			--no-install-recommends "${need_pkgs[@]}" >/dev/null 2>&1; } ||
 		echo "bench-perf: could not install ${need_pkgs[*]}" >&2
 fi
-targets=(tests/wire/bench_icrc tests/dpdk/memif_pingpong apps/metaroced/metaroced apps/mrperf/mrperf
-	apps/mrstat/mrstat)
+targets=(tests/wire/bench_icrc tests/dpdk/memif_pingpong tests/dpdk/cacheline_pingpong
+	apps/metaroced/metaroced apps/mrperf/mrperf apps/mrstat/mrstat)
 for t in "${targets[@]}"; do
 	[ -x "$bdir/$t" ] && continue
 	[ -d "$bdir" ] || meson setup "$bdir" "$root" >/dev/null
@@ -222,8 +222,27 @@ memif_pingpong() { # SIZE [SFX] (as memif_rate)
 	pids=("${pids[@]:0:${#pids[@]}-1}")
 }
 
+# cacheline KEY: how long a cache line takes between the two benchmark CPUs
+# (tests/dpdk/cacheline_pingpong, 5 x 100k hand-overs, ~0.1 s), key host.cacheline_ns_KEY.
+# memif's frames and ring indices, and every shm ring entry between an app and its daemon,
+# cross this line; on this host it took 213-252 ns most of the time and once 77 ns, beside a
+# fast-state run (session 13): printed beside each baseline, it shows which state a figure
+# was taken in.
+cacheline() {
+	local out ns
+	[ "$cpu_a" = "$cpu_b" ] && return 0
+	out=$("$bdir/tests/dpdk/cacheline_pingpong" "$cpu_a" "$cpu_b" 5 100000 2>&1) || {
+		note "cacheline_$1" "cacheline_pingpong failed: $out"
+		return 0
+	}
+	ns=$(echo "$out" | awk '{ print $5 }')
+	put "host.cacheline_ns_$1" "$ns"
+	echo "  cache line CPU $cpu_a <-> $cpu_b: $ns ns per hand-over (median of 5 x 100k)"
+}
+
 memif_section() {
 	echo "== raw net_memif (tests/dpdk/memif_pingpong blast -> sink, two processes, CPUs $cpu_a/$cpu_b) =="
+	cacheline memif
 	for s in 82 1082 1514 4154; do
 		memif_rate $s
 	done
@@ -546,6 +565,7 @@ mr_baseline() {
 	[ $mr_embed = 0 ] && kill -STOP $da $db &&
 		why="; the daemons stopped meanwhile, which their engine_max_gap_ns shows"
 	echo "   (raw baseline for $key, $([ $when = pre ] && echo before || echo after) it$why)"
+	cacheline "${key}_$when"
 	if [ "$base" = pp ]; then
 		memif_pingpong 82 "_${key}_$when"
 	else
@@ -769,6 +789,7 @@ out_j["definitions"] = {
     "*_unpaired": "write_vs_memif, write_per_core_vs_tcp, rate_vs_memif and latency_vs_memif against the raw memif and kernel TCP figures of sections 2 and 4, measured minutes before (this machine's speed drifts: memif's own 82-byte rate ranged 11.5-22.9 Mframes/s over one evening)",
     "write_vs_tcp": "64 KiB WRITE goodput at IB MTU 4096 / one iperf3 stream goodput (veth, MTU 4200)",
     "write_per_core_vs_tcp": "(WRITE goodput at IB MTU 4096 / engine cores used, both daemons) / (iperf3 goodput at MTU 4200 / CPU cores used, both ends: the mean of one iperf3 run right before and one right after the WRITE run, daemons stopped meanwhile, since 2026-12-04); the engines sleep under light load ([engine] load_sleep_max_us = 100; 50 on 2026-12-04 before 04:15 UTC) with a window of 1024 packets per QP (256 before session 13)",
+    "host.cacheline_ns_*": "ns one cache line takes from CPU a to CPU b and back, halved (tests/dpdk/cacheline_pingpong, median of 5 x 100k), at the start of section 2 and beside every paired baseline (the daemons stopped): a low figure means the two vCPUs share a cache, the host's fast state (session 13)",
     "write_*_busy": "the same 64 KiB WRITE at IB MTU 4096 with both engines busy polling (load_sleep_max_us = 0)",
     "write_*_1024": "the same at IB MTU 1024: port mtu 1500, memif 1082-byte frames, iperf3 at MTU 1500",
     "rate_vs_memif": "8 B WRITE messages/s at 16 QPs / raw memif frames/s at 82 B, the mean of one measurement right before and one right after the rate run (as write_vs_memif)",
