@@ -225,6 +225,7 @@ void mr_cnt_engine(const struct mr_cnt_sink *k, const struct mr_engine_stats *e)
 	c(k, "engine_idle_sleeps", e->idle_sleeps);
 	c(k, "engine_idle_yields", e->idle_yields);
 	c(k, "engine_load_sleeps", e->load_sleeps);
+	c(k, "engine_clock_resyncs", e->clock_resyncs);
 	c(k, "engine_stalls", e->stalls);
 	k->emit(k->arg, MR_CNT_GAUGE, "engine_max_gap_ns", e->max_gap_ns);
 	k->emit(k->arg, MR_CNT_GAUGE, "engine_max_work_ns", e->max_work_ns);

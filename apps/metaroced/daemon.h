@@ -88,6 +88,7 @@ struct mr_engine_stats {
 	uint64_t rx_backpressure;   /* I/O shard: port rx paused, a shard's rx ring was nearly full */
 	uint64_t tx_backpressure;   /* iterations the transport's tx was cut short: port tx backlog full */
 	uint64_t sessions_adopted;  /* session sockets received from the control thread */
+	uint64_t clock_resyncs;     /* shard 0: the TSC clock re-anchored on CLOCK_MONOTONIC */
 };
 
 /* One QP's counters as seen in a stats snapshot. */
@@ -209,6 +210,7 @@ struct mr_engine_loop {
 	unsigned int idle;          /* iterations without work in a row, at most MR_IDLE_SPINS */
 	unsigned int tx_got;        /* the last iteration's transport tx packets */
 	uint32_t nap_us;            /* the light-load sleep (engine.c load_sleep), grows by 1 us */
+	uint32_t clock_count;       /* iterations since shard 0 last checked the clock (engine.c) */
 };
 void mr_engine_loop_init(struct mr_daemon *d, struct mr_engine_loop *l);
 /* One iteration (rx, shm control and data, timers, neighbours, impairment, tx); returns the

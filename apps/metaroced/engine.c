@@ -22,6 +22,7 @@
 #include "dpdk/dpdk_port.h"
 #include "dpdk/neigh.h"
 #include "load_nap.h"
+#include "tsc_clock.h"
 #include "log.h"
 #include "shm/shm_server.h"
 #include "transport/rc.h"
@@ -35,13 +36,13 @@ static uint64_t clock_ns(void)
 }
 
 /* The engine's clock: CLOCK_MONOTONIC until mr_clock_init, then the TSC counted from the same
- * origin (continuous at the switch). Several reads per iteration: on a paravirtualised clock
- * (kvm-clock) clock_gettime takes ~25 ns here, rdtsc ~10. Only with an invariant TSC, which
- * DPDK's own timers assume too; else the clock stays CLOCK_MONOTONIC. */
-static struct {
-	uint64_t tsc0, ns0, mult; /* ns = ns0 + (tsc - tsc0) * mult >> 32 */
-	bool on;
-} tclk;
+ * origin (continuous at the switch) and kept on CLOCK_MONOTONIC by shard 0 (tsc_clock.h,
+ * mr_clock_check). Several reads per iteration: on a paravirtualised clock (kvm-clock)
+ * clock_gettime takes ~25 ns here, rdtsc ~10. Only with an invariant TSC, which DPDK's own
+ * timers assume too; else the clock stays CLOCK_MONOTONIC. */
+static struct mr_tsc_clock tclk;
+static bool tclk_on; /* set once, before any engine thread starts */
+static uint64_t tclk_hz;
 
 void mr_clock_init(void)
 {
@@ -52,18 +53,48 @@ void mr_clock_init(void)
 	__asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(dx) : "a"(0x80000007u));
 	if (hz < 1000000 || !(dx & (1u << 8)))
 		return;
-	tclk.mult = (uint64_t)(((unsigned __int128)1000000000ull << 32) / hz);
-	tclk.ns0 = clock_ns();
-	tclk.tsc0 = rte_rdtsc();
-	tclk.on = true;
+	mr_tsc_clock_init(&tclk, hz, rte_rdtsc(), clock_ns());
+	tclk_hz = hz;
+	tclk_on = true;
 }
 
 uint64_t mr_now_ns(void)
 {
-	if (tclk.on)
-		return tclk.ns0 + (uint64_t)(((unsigned __int128)(rte_rdtsc() - tclk.tsc0) *
-					     tclk.mult) >> 32);
-	return clock_ns();
+	/* Per thread, the clock never goes back, even across a re-anchoring that another thread
+	 * published between this thread's TSC read and its anchor read. */
+	static _Thread_local uint64_t last;
+	uint64_t v;
+
+	if (!tclk_on)
+		return clock_ns();
+	v = mr_tsc_clock_ns(&tclk, rte_rdtsc());
+	if (v < last)
+		return last;
+	last = v;
+	return v;
+}
+
+/* A busy engine makes 1-10 M iterations a second: a check every 0.4-4 ms, a clock_gettime
+ * each (~25 ns). After every sleep too (the next iteration checks), since a sleeping engine
+ * iterates slowly. */
+#define MR_CLOCK_CHECK_ITERS 4096u
+
+/* Shard 0, every MR_CLOCK_CHECK_ITERS iterations: the TSC clock against CLOCK_MONOTONIC
+ * (tsc_clock.h); 1 when it was re-anchored. */
+static int mr_clock_check(void)
+{
+	uint64_t t1, t2, real;
+
+	if (!tclk_on)
+		return 0;
+	/* The two clocks read back to back; a vCPU preempted between the reads (ms on this
+	 * host) would look like drift: such a check is skipped (20 us at the calibrated rate). */
+	t1 = rte_rdtsc();
+	real = clock_ns();
+	t2 = rte_rdtsc();
+	if (t2 - t1 > tclk_hz / 50000)
+		return 0;
+	return mr_tsc_clock_check(&tclk, t1 + (t2 - t1) / 2, real);
 }
 
 static unsigned int rx_burst(struct mr_daemon *d, uint64_t now)
@@ -162,6 +193,7 @@ static void load_sleep(struct mr_daemon *d, struct mr_engine_loop *l, unsigned i
 	if (us > 0) {
 		d->st.load_sleeps++;
 		idle_sleep(us);
+		l->clock_count = MR_CLOCK_CHECK_ITERS;
 	}
 }
 
@@ -228,6 +260,7 @@ void mr_engine_loop_init(struct mr_daemon *d, struct mr_engine_loop *l)
 	l->idle = 0;
 	l->tx_got = 0;
 	l->nap_us = 0;
+	l->clock_count = 0;
 	l->ctl_count = 0;
 	l->ctl_period_ns = 0;
 	l->next_ctl = 0;
@@ -267,6 +300,12 @@ unsigned int mr_engine_iter_rest(struct mr_daemon *d, struct mr_engine_loop *l, 
 				 unsigned int work)
 {
 	int r;
+
+	if (d->shard_id == 0 && ++l->clock_count >= MR_CLOCK_CHECK_ITERS) {
+		l->clock_count = 0;
+		if (mr_clock_check() > 0)
+			d->st.clock_resyncs++;
+	}
 
 	/* When idling the loop is slow anyway, so control requests are served every time. An
 	 * embedded engine (ctl_period_ns) serves them by the clock instead: its app's thread
@@ -384,6 +423,7 @@ int mr_engine_run(struct mr_daemon *d)
 			if (us > 0) {
 				d->st.idle_sleeps++;
 				idle_sleep(us);
+				l.clock_count = MR_CLOCK_CHECK_ITERS;
 			}
 		}
 	}

@@ -93,6 +93,7 @@ static void port_engine(struct mr_json *j, const struct mr_stats_view *v)
 	mr_json_u64(j, "idle_sleeps", e->idle_sleeps);
 	mr_json_u64(j, "idle_yields", e->idle_yields);
 	mr_json_u64(j, "load_sleeps", e->load_sleeps);
+	mr_json_u64(j, "clock_resyncs", e->clock_resyncs);
 	mr_json_u64(j, "tx_backpressure", e->tx_backpressure);
 	mr_json_u64(j, "rx_frames", e->rx_frames);
 	mr_json_u64(j, "rx_bytes", e->rx_bytes);
