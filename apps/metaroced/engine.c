@@ -159,9 +159,10 @@ static uint32_t sleep_bounded(const struct mr_daemon *d, uint32_t us)
  * engine that keeps up with its load sleeps between iterations and gives its CPU back for the
  * rest. Each sleep costs a system call, a timer and a wake-up: about 10 us of CPU on this
  * paravirtualised host (session 13: 147 k fewer sleeps saved 1.5 CPU-seconds). So sleeps are
- * few and long (load_nap.h): the sleep doubles (from 1 us, up to the cap) after an iteration with less than
- * MR_LOAD_NAP_GATHER / 2 of work (frames received, app requests, packets built) and halves after
- * one with MR_LOAD_NAP_GATHER or more, so that under any load below that the engine sleeps the
+ * few and long (load_nap.h): the sleep doubles (from 1 us, up to the cap) after an iteration
+ * with less than MR_LOAD_NAP_GATHER / 2 of work (frames received, app requests, packets built)
+ * and halves after one with MR_LOAD_NAP_GATHER or more, so that under any load below that the
+ * engine sleeps the
  * cap and then drains everything that gathered in one iteration (MR_RX_DRAIN_BURSTS). Halving
  * at one rx burst (32, until session 13) held a receiver at 1.4 Mframes/s in 12-25 us sleeps:
  * 30 k sleeps a second, most of its CPU in the kernel. A full transmit budget or a transmit

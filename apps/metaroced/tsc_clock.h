@@ -39,7 +39,6 @@ struct mr_tsc_clock {
 	/* the writer's own state */
 	uint64_t off;                  /* ns the clock is ahead of CLOCK_MONOTONIC */
 	uint64_t ref_tsc, ref_real;    /* start of the current rate measurement */
-	uint64_t resyncs;              /* re-anchorings */
 };
 
 static inline uint64_t mr_tsc_clock_mult(uint64_t ns, uint64_t ticks)
@@ -69,7 +68,6 @@ static inline void mr_tsc_clock_init(struct mr_tsc_clock *c, uint64_t hz, uint64
 	c->off = 0;
 	c->ref_tsc = tsc;
 	c->ref_real = real_ns;
-	c->resyncs = 0;
 }
 
 /* The clock at TSC reading tsc (any thread). */
@@ -128,7 +126,6 @@ static inline int mr_tsc_clock_check(struct mr_tsc_clock *c, uint64_t tsc, uint6
 		c->ref_tsc = tsc;
 		c->ref_real = real_ns;
 	}
-	c->resyncs++;
 	return 1;
 }
 

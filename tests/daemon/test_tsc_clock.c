@@ -25,6 +25,7 @@ struct sim {
 	uint64_t real, tsc, last;
 	double tsc_frac;           /* sub-tick remainder */
 	unsigned int backwards;
+	unsigned int resyncs;      /* mr_tsc_clock_check's re-anchorings */
 };
 
 static void sim_init(struct sim *s)
@@ -33,6 +34,7 @@ static void sim_init(struct sim *s)
 	s->tsc = T0_TSC;
 	s->tsc_frac = 0;
 	s->backwards = 0;
+	s->resyncs = 0;
 	mr_tsc_clock_init(&s->c, HZ, s->tsc, s->real);
 	s->last = mr_tsc_clock_ns(&s->c, s->tsc);
 }
@@ -51,7 +53,7 @@ static void sim_run(struct sim *s, unsigned int steps, double ticks_per_ns)
 		if (v < s->last)
 			s->backwards++;
 		s->last = v;
-		mr_tsc_clock_check(&s->c, s->tsc, s->real);
+		s->resyncs += (unsigned int)mr_tsc_clock_check(&s->c, s->tsc, s->real);
 		v = mr_tsc_clock_ns(&s->c, s->tsc);
 		if (v < s->last)
 			s->backwards++;
@@ -80,7 +82,7 @@ static void test_in_step_never_resyncs(void **state)
 	(void)state;
 	sim_init(&s);
 	sim_run(&s, 10000, (double)HZ / 1e9);
-	assert_int_equal(s.c.resyncs, 0);
+	assert_int_equal(s.resyncs, 0);
 	assert_int_equal(s.backwards, 0);
 	assert_true(absdiff(s.last, s.real) < 10000); /* 10 us after 10 s */
 }
@@ -94,9 +96,9 @@ static void test_small_calibration_error(void **state)
 	(void)state;
 	sim_init(&s);
 	sim_run(&s, 1000, (double)HZ / 1e9 * (1.0 + 1e-4));
-	assert_int_equal(s.c.resyncs, 0);
+	assert_int_equal(s.resyncs, 0);
 	sim_run(&s, 9000, (double)HZ / 1e9 * (1.0 + 1e-4));
-	assert_true(s.c.resyncs >= 1 && s.c.resyncs <= 10);
+	assert_true(s.resyncs >= 1 && s.resyncs <= 10);
 	assert_int_equal(s.backwards, 0);
 	assert_true(absdiff(s.last, s.real + s.c.off) <= MR_TSC_CLOCK_TOL_NS + STEP_NS);
 }
@@ -112,7 +114,7 @@ static void test_slow_tsc_follows_real_time(void **state)
 	sim_init(&s);
 	sim_run(&s, 100, (double)HZ / 1e9);
 	sim_run(&s, 100, (double)HZ / 1e9 / 50);
-	assert_true(s.c.resyncs >= 1);
+	assert_true(s.resyncs >= 1);
 	assert_true(absdiff(s.last, s.real) <= MR_TSC_CLOCK_TOL_NS + STEP_NS);
 	adv = advance_per_s(&s, (double)HZ / 1e9 / 50);
 	assert_true(absdiff(adv, 1000000000ull) < 1000000ull); /* within 0.1 % */
@@ -130,7 +132,7 @@ static void test_fast_tsc_keeps_lead_not_rate(void **state)
 	(void)state;
 	sim_init(&s);
 	sim_run(&s, 100, (double)HZ / 1e9 * 2);
-	assert_true(s.c.resyncs >= 1);
+	assert_true(s.resyncs >= 1);
 	/* the lead: what the 2x TSC gained until its rate was measured (one interval) */
 	assert_true(s.c.off > 0 && s.c.off <= MR_TSC_CLOCK_RATE_MIN_NS + MR_TSC_CLOCK_TOL_NS +
 					       2 * STEP_NS);
@@ -151,7 +153,7 @@ static void test_stopped_tsc(void **state)
 	sim_init(&s);
 	sim_run(&s, 100, (double)HZ / 1e9);
 	sim_run(&s, 100, 0.0);
-	assert_true(s.c.resyncs >= 1);
+	assert_true(s.resyncs >= 1);
 	assert_true(absdiff(s.last, s.real) <= MR_TSC_CLOCK_TOL_NS + STEP_NS);
 	sim_run(&s, 2000, (double)HZ / 1e9);
 	adv = advance_per_s(&s, (double)HZ / 1e9);
