@@ -199,6 +199,23 @@ static inline uint32_t mrc_ring_free(struct mrc_ring_hdr *r, uint32_t prod, uint
 	return used > size ? 0 : size - used;
 }
 
+/* Producer only: as mrc_ring_free, from the consumer index last read (*seen) while that shows
+ * at least want free slots, reading the consumer's line again only below that. The consumer
+ * rewrites its index on every entry it takes, on its own CPU: a read per post was a line
+ * transfer per post. A stale index only undercounts (the consumer never moves back), and the
+ * acquire of the read that produced it still orders the slots it freed. */
+static inline uint32_t mrc_ring_free_seen(struct mrc_ring_hdr *r, uint32_t prod, uint32_t size,
+					  uint32_t *seen, uint32_t want)
+{
+	uint32_t used = prod - *seen;
+
+	if (used <= size && size - used >= want)
+		return size - used;
+	*seen = atomic_load_explicit(&r->cons, memory_order_acquire);
+	used = prod - *seen;
+	return used > size ? 0 : size - used;
+}
+
 /* Producer only: make entries up to (not including) prod visible. Release orders the entry
  * writes before the index store. */
 static inline void mrc_ring_publish(struct mrc_ring_hdr *r, uint32_t prod)

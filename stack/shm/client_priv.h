@@ -79,6 +79,7 @@ struct mrc_srq {
 	size_t map_len;
 	struct mrc_ring_hdr *ring;
 	uint32_t size, prod, max_sge; /* private producer index */
+	uint32_t cons_seen;           /* mrc_ring_free_seen */
 	uint32_t qp_refs;
 };
 
@@ -94,6 +95,7 @@ struct mrc_qp {
 	struct mrc_ring_hdr *sq, *rq;
 	uint32_t sq_size, rq_size;
 	uint32_t sq_prod, rq_prod;  /* private producer indices */
+	uint32_t sq_cons_seen, rq_cons_seen; /* mrc_ring_free_seen */
 	uint32_t max_inline_data, max_send_sge, max_recv_sge;
 	uint32_t state;             /* as last set or queried (enum mr_qp_state) */
 	uint32_t path_mtu;          /* as last set (0: not yet), for the READ length check */

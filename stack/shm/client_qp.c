@@ -287,7 +287,7 @@ static int sq_write(struct mrc_qp *qp, const struct mr_send_wr *wr)
 					"response packets at path MTU %u",
 					(unsigned long long)len, qp->path_mtu);
 	}
-	if (mrc_ring_free(qp->sq, qp->sq_prod, qp->sq_size) == 0)
+	if (mrc_ring_free_seen(qp->sq, qp->sq_prod, qp->sq_size, &qp->sq_cons_seen, 1) == 0)
 		return mrc_fail(s, ENOMEM, "mrc_post_send: send queue full (%u entries)",
 				qp->sq_size);
 	e = mrc_ring_entry(qp->sq, qp->sq_prod, qp->sq_size - 1, sizeof(*e));
@@ -411,7 +411,7 @@ static int rq_write(struct mrc_qp *qp, const struct mr_recv_wr *wr)
 	if (wr->num_sge > qp->max_recv_sge)
 		return mrc_fail(qp->o.s, EINVAL, "mrc_post_recv: %u SGEs, QP allows %u",
 				wr->num_sge, qp->max_recv_sge);
-	if (mrc_ring_free(qp->rq, qp->rq_prod, qp->rq_size) == 0)
+	if (mrc_ring_free_seen(qp->rq, qp->rq_prod, qp->rq_size, &qp->rq_cons_seen, 1) == 0)
 		return mrc_fail(qp->o.s, ENOMEM, "mrc_post_recv: receive queue full (%u entries)",
 				qp->rq_size);
 	e = mrc_ring_entry(qp->rq, qp->rq_prod, qp->rq_size - 1, sizeof(*e));

@@ -104,7 +104,7 @@ int mrc_post_srq_recv(struct mrc_srq *q, const struct mr_recv_wr *wr)
 	if (wr->num_sge > q->max_sge)
 		return mrc_fail(q->o.s, EINVAL, "mrc_post_srq_recv: %u SGEs, SRQ allows %u",
 				wr->num_sge, q->max_sge);
-	if (mrc_ring_free(q->ring, q->prod, q->size) == 0)
+	if (mrc_ring_free_seen(q->ring, q->prod, q->size, &q->cons_seen, 1) == 0)
 		return mrc_fail(q->o.s, ENOMEM, "mrc_post_srq_recv: SRQ full (%u entries)",
 				q->size);
 	e = mrc_ring_entry(q->ring, q->prod, q->size - 1, sizeof(*e));

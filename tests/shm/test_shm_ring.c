@@ -112,6 +112,37 @@ static void test_ring_full_empty(void **state)
 	free(r);
 }
 
+/* mrc_ring_free_seen: the consumer's line is read again only when the index last read shows
+ * fewer than `want` free slots; the answer never exceeds what is really free, and a corrupt
+ * consumer index gives 0, at the wrap too. */
+static void test_ring_free_seen(void **state)
+{
+	struct ring4 *r = aligned_alloc(64, sizeof(struct ring4) + 64);
+	uint32_t prod = 0xfffffffeu, seen = prod;
+
+	(void)state;
+	memset(r, 0, sizeof(*r));
+	mrc_ring_consume(&r->h, prod);
+	assert_int_equal(mrc_ring_free_seen(&r->h, prod, 4, &seen, 1), 4);
+	/* Not read while it shows room: a corrupt index there goes unnoticed until needed. */
+	mrc_ring_consume(&r->h, prod + 100);
+	prod += 3;                                               /* across 2^32 */
+	assert_int_equal(mrc_ring_free_seen(&r->h, prod, 4, &seen, 1), 1);
+	assert_int_equal(seen, 0xfffffffeu);
+	/* Wanting 2 reads it: corrupt (ahead of the producer), so no room. */
+	assert_int_equal(mrc_ring_free_seen(&r->h, prod, 4, &seen, 2), 0);
+	assert_int_equal(seen, 0xfffffffeu + 100);
+	/* The consumer took two: read again and counted. */
+	mrc_ring_consume(&r->h, 0xfffffffeu + 2);
+	assert_int_equal(mrc_ring_free_seen(&r->h, prod, 4, &seen, 1), 3);
+	assert_int_equal(seen, 0);
+	prod += 3;                                               /* full */
+	mrc_ring_consume(&r->h, 2);                              /* not read yet ... */
+	assert_int_equal(mrc_ring_free_seen(&r->h, prod, 4, &seen, 1), 2); /* ... now it is */
+	assert_int_equal(seen, 2);
+	free(r);
+}
+
 static void test_handles(void **state)
 {
 	struct mr_shm_htab a, b;
@@ -149,6 +180,7 @@ int main(void)
 		cmocka_unit_test(test_layouts),
 		cmocka_unit_test(test_ring_wrap),
 		cmocka_unit_test(test_ring_full_empty),
+		cmocka_unit_test(test_ring_free_seen),
 		cmocka_unit_test(test_handles),
 	};
 
