@@ -16,7 +16,6 @@
 
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
-#include <rte_prefetch.h>
 
 #include "backend.h"
 #include "daemon.h"
@@ -104,16 +103,6 @@ static unsigned int rx_burst(struct mr_daemon *d, uint64_t now)
 	uint16_t n = mr_dpdk_port_rx_burst(d->port, 0, bufs, MR_RX_BURST);
 	uint16_t i, ndone = 0;
 
-	/* The headers of every frame of the burst (a small frame's two lines) are asked for
-	 * before the first is parsed: the PMD's copy out of the shared ring may still be waiting
-	 * for the other CPU's lines, and a ping-pong's burst is an ACK and a WRITE, the WRITE's
-	 * miss overlapping the ACK's processing instead of following it. */
-	for (i = 0; i < n; i++) {
-		const uint8_t *h = rte_pktmbuf_mtod(bufs[i], const uint8_t *);
-
-		rte_prefetch0(h);
-		rte_prefetch0(h + RTE_CACHE_LINE_SIZE);
-	}
 	for (i = 0; i < n; i++) {
 		uint32_t len;
 		const uint8_t *f = mr_dpdk_mbuf_frame(bufs[i], d->scratch, d->max_frame, &len);

@@ -167,7 +167,7 @@ static bool cq_push(struct mr_shm_cq *cq, const struct mr_wc *wc)
 {
 	struct mrc_cqe *e;
 
-	if (mrc_ring_free_seen(cq->ring, cq->prod, cq->size, &cq->cons_seen, 1) == 0)
+	if (mrc_ring_free(cq->ring, cq->prod, cq->size) == 0)
 		return false;
 	e = mrc_ring_entry(cq->ring, cq->prod, cq->mask, sizeof(*e));
 	memset(e, 0, sizeof(*e));
@@ -215,8 +215,7 @@ static void cq_notify(struct mr_shm_session *s, struct mr_shm_cq *cq, bool solic
 int mr_shm_cq_drain(struct mr_shm_session *s, struct mr_shm_cq *cq)
 {
 	struct mr_wc wc[CQ_BUDGET];
-	uint32_t room = mrc_ring_free_seen(cq->ring, cq->prod, cq->size, &cq->cons_seen,
-					   CQ_BUDGET);
+	uint32_t room = mrc_ring_free(cq->ring, cq->prod, cq->size);
 	bool sol = false;
 	int n, i;
 

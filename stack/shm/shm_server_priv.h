@@ -50,7 +50,6 @@ struct mr_shm_cq {
 	struct mrc_ring_hdr *ring;
 	uint32_t size, mask;      /* private copies: the app cannot change them */
 	uint32_t prod;            /* private producer index */
-	uint32_t cons_seen;       /* the app's consumer index as last read (mrc_ring_free_seen) */
 	uint32_t notify_done;     /* private copy of the last arm request served */
 	struct mr_shm_cq *next;
 };
