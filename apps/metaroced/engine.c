@@ -162,10 +162,9 @@ static uint32_t sleep_bounded(const struct mr_daemon *d, uint32_t us)
  * few and long (load_nap.h): the sleep doubles (from 1 us, up to the cap) after an iteration
  * with less than MR_LOAD_NAP_GATHER / 2 of work (frames received, app requests, packets built)
  * and halves after one with MR_LOAD_NAP_GATHER or more, so that under any load below that the
- * engine sleeps the
- * cap and then drains everything that gathered in one iteration (MR_RX_DRAIN_BURSTS). Halving
- * at one rx burst (32, until session 13) held a receiver at 1.4 Mframes/s in 12-25 us sleeps:
- * 30 k sleeps a second, most of its CPU in the kernel. A full transmit budget or a transmit
+ * engine sleeps the cap and then drains everything that gathered in one iteration
+ * (MR_RX_DRAIN_BURSTS). Halving at one rx burst (32, until session 13) held a receiver at
+ * 1.4 Mframes/s in 12-25 us sleeps: 30 k sleeps a second, most of its CPU in the kernel. A full transmit budget or a transmit
  * backlog (a saturated sender) ends the sleep at once. What a sleep lets gather stays in the
  * port's ring (MR_LOAD_NAP_GATHER is an eighth of memif's 4096), and the sleep, bounded like the
  * idle one by the next timer, delays ACKs by up to the cap: the sender's window (max_inflight)
