@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rte_cycles.h>
 #include <rte_eal.h>
@@ -361,8 +362,13 @@ int main(int argc, char **argv)
 		rc = blast(0, pool, size, n);
 	else
 		rc = ping(0, pool, size, n);
-	rte_eth_dev_stop(0);
-	rte_eth_dev_close(0);
-	rte_eal_cleanup();
-	return rc;
+	/* The process ends without closing the port or EAL: the kernel closes the memif
+	 * sockets and frees the memory (--no-huge, --no-shconf: no files remain). DPDK 22.11's
+	 * rte_eal_cleanup() unmaps memory while its interrupt thread may still be in
+	 * rte_intr_fd_get() serving the peer's disconnect: the echo's core dump showed exactly
+	 * that, in 4 of 15 back-to-back ping-pongs here (the embedded engine, apps/metaroced/
+	 * daemon.c, skips its teardown for the same race). */
+	fflush(stdout);
+	fflush(stderr);
+	_exit(rc);
 }
