@@ -158,20 +158,20 @@ static uint32_t sleep_bounded(const struct mr_daemon *d, uint32_t us)
 /* Light-load sleep ([engine] load_sleep_max_us; OVS-DPDK's pmd-sleep-max has the same aim): an
  * engine that keeps up with its load sleeps between iterations and gives its CPU back for the
  * rest. Each sleep costs a system call, a timer and a wake-up: about 10 us of CPU on this
- * paravirtualised host (session 13: 147 k fewer sleeps saved 1.5 CPU-seconds). So sleeps are
- * few and long (load_nap.h): the sleep doubles (from 1 us, up to the cap) after an iteration
- * with less than MR_LOAD_NAP_GATHER / 2 of work (frames received, app requests, packets built)
- * and halves after one with MR_LOAD_NAP_GATHER or more, so that under any load below that the
- * engine sleeps the cap and then drains everything that gathered in one iteration
- * (MR_RX_DRAIN_BURSTS). Halving at one rx burst (32, until session 13) held a receiver at
- * 1.4 Mframes/s in 12-25 us sleeps: 30 k sleeps a second, most of its CPU in the kernel. A full transmit budget or a transmit
- * backlog (a saturated sender) ends the sleep at once. What a sleep lets gather stays in the
- * port's ring (MR_LOAD_NAP_GATHER is an eighth of memif's 4096), and the sleep, bounded like the
- * idle one by the next timer, delays ACKs by up to the cap: the sender's window (max_inflight)
- * must cover the line rate times the cap plus the round trip, else it stalls on the sleeping
- * receiver (256 packets at 1.4 Mframes/s is 180 us: 31-32 Gb/s against 41-55 with 1024).
- * Off by default: it costs latency (a ping-pong waits up to the cap) and, with a closed-loop
- * app on another CPU, message rate; for bulk transfer it saves the receiving engine's polling. */
+ * paravirtualised host (session 13: 147 k fewer sleeps saved 1.5 CPU-seconds). So sleeps are few
+ * and long (load_nap.h): the sleep doubles (from 1 us, up to the cap) after an iteration with less
+ * than MR_LOAD_NAP_GATHER / 2 of work (frames received, app requests, packets built) and halves
+ * after one with MR_LOAD_NAP_GATHER or more, so that under any load below that the engine sleeps
+ * the cap and then drains everything that gathered in one iteration (MR_RX_DRAIN_BURSTS). Halving
+ * at one rx burst (32, until session 13) held a receiver at 1.4 Mframes/s in 12-25 us sleeps: 30 k
+ * sleeps a second, most of its CPU in the kernel. A full transmit budget or a transmit backlog (a
+ * saturated sender) ends the sleep at once. What a sleep lets gather stays in the port's ring
+ * (MR_LOAD_NAP_GATHER is an eighth of memif's 4096), and the sleep, bounded like the idle one by
+ * the next timer, delays ACKs by up to the cap: the sender's window (max_inflight) must cover the
+ * line rate times the cap plus the round trip, else it stalls on the sleeping receiver (256
+ * packets at 1.4 Mframes/s is 180 us: 31-32 Gb/s against 41-55 with 1024). Off by default: it
+ * costs latency (a ping-pong waits up to the cap) and, with a closed-loop app on another CPU,
+ * message rate; for bulk transfer it saves the receiving engine's polling. */
 static void load_sleep(struct mr_daemon *d, struct mr_engine_loop *l, unsigned int work)
 {
 	uint32_t us;

@@ -114,6 +114,7 @@ static void test_small_calibration_error(void **state)
 static void test_slow_tsc_follows_real_time(void **state)
 {
 	struct sim s;
+
 	(void)state;
 	sim_init(&s);
 	sim_run(&s, 100, (double)HZ / 1e9);
@@ -130,6 +131,7 @@ static void test_slow_tsc_follows_real_time(void **state)
 static void test_fast_tsc_keeps_lead_not_rate(void **state)
 {
 	struct sim s;
+
 	(void)state;
 	sim_init(&s);
 	sim_run(&s, 100, (double)HZ / 1e9 * 2);
@@ -147,6 +149,7 @@ static void test_fast_tsc_keeps_lead_not_rate(void **state)
 static void test_stopped_tsc(void **state)
 {
 	struct sim s;
+
 	(void)state;
 	sim_init(&s);
 	sim_run(&s, 100, (double)HZ / 1e9);
@@ -164,6 +167,7 @@ static void test_stopped_tsc(void **state)
 static void test_tsc_jump(void **state)
 {
 	struct sim s;
+
 	(void)state;
 	sim_init(&s);
 	sim_run(&s, 100, (double)HZ / 1e9);
