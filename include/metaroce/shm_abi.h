@@ -28,8 +28,9 @@
 #include "metaroce/metaroce.h"
 #include "metaroce/types.h"
 
-/* 2: the CQ wake-up is a datagram socket, no longer an eventfd (CREATE_CQ below). */
-#define MRC_ABI_VERSION 2u
+/* 2: the CQ wake-up is a datagram socket, no longer an eventfd (CREATE_CQ below).
+ * 3: the SQ entry's header is 48 bytes, an atomic's operands follow its SGE (struct mrc_sqe). */
+#define MRC_ABI_VERSION 3u
 #define MRC_CACHE_LINE 64
 #define MRC_RING_MAGIC 0x4d52524eu /* "MRRN" */
 
@@ -37,6 +38,7 @@
 #define MRC_SQE_MAX_SGE 16       /* = MR_MAX_SGE */
 #define MRC_RQE_MAX_SGE 16
 #define MRC_SQE_INLINE_MAX 448   /* bytes of inline payload one SQ entry carries */
+#define MRC_SQE_HDR 48           /* bytes of SQ entry before its SGEs or inline payload */
 #define MRC_RING_MAX_ENTRIES 32768u
 
 /* Public structs that travel inside control messages. */
@@ -90,17 +92,19 @@ _Static_assert(offsetof(struct mrc_ring_hdr, notify_req) == 3 * MRC_CACHE_LINE, 
 /* ---- doorbell: which QPs have new SQ/RQ entries (one region per session) ----
  * A QP's slot is its handle's index (mrc_db_slot). After publishing a QP's SQ or RQ producer
  * index, the app sets bit slot % 64 of leaf[slot / 64], then bit (slot / 64) % 64 of
- * sum[slot / 4096] (mrc_db_ring). The daemon exchanges non-zero summary words and then the
- * leaf words they name with 0 and serves only those QPs: an idle QP costs it nothing per poll,
- * as with a NIC's doorbell, instead of two ring-header reads on as many pages. Bits are hints
- * to the daemon: one naming no QP of the session is ignored, a QP the app does not ring only
- * waits, and the ring indices are still checked as for any other read of app memory.
+ * sum[slot / 4096] (mrc_db_ring). The daemon reads the summary words, the leaf words they name
+ * and serves only those QPs: an idle QP costs it nothing per poll, as with a NIC's doorbell,
+ * instead of two ring-header reads on as many pages. A bit stays set while its QP is busy: the
+ * daemon clears it (an atomic AND) after some polls that found the QP's rings empty, and a
+ * summary bit once its leaf word is 0. Bits are hints to the daemon: one naming no QP of the
+ * session is cleared, a QP the app does not ring only waits, and the ring indices are still
+ * checked as for any other read of app memory.
  * Ordering (all sequentially consistent: the app fences after the index store, the daemon after
- * its exchanges): if the app finds its leaf bit still set, the daemon's exchange of that word
- * comes later in the total order and its read of the producer index after that, so it sees
- * the new entries; a word already set is therefore not written again (the common case under
- * load, which keeps the doorbell's cache lines from bouncing on every post). Likewise for the
- * summary bit after the leaf bit. */
+ * a clear): if the app finds its leaf bit still set, the daemon's clear of it comes later in
+ * the total order and its read of the producer index after that, so it sees the new entries;
+ * a bit already set is therefore not written again (the common case under load, which keeps
+ * the doorbell's cache lines from moving on every post). Likewise for the summary bit after
+ * the leaf bit (the daemon reads the leaf word again after clearing a summary bit). */
 #define MRC_DB_SLOTS 65536u
 struct mrc_doorbell {
 	_Atomic uint64_t sum[MRC_DB_SLOTS / 4096];   /* 16 words: two cache lines */
@@ -132,7 +136,11 @@ static inline void mrc_db_ring(struct mrc_doorbell *db, uint32_t slot)
 
 /* Send queue entry. Fields mirror struct mr_send_wr (types.h); values are the same enums.
  * With MR_SEND_INLINE the payload is in inline_data (inline_len bytes) and num_sge is 0:
- * the app copied it at post time, so its buffers are free as soon as mrc_post_send returns. */
+ * the app copied it at post time, so its buffers are free as soon as mrc_post_send returns.
+ * The header is 48 bytes and the payload starts right after it, so that the common small WR
+ * (one SGE, or up to 16 inline bytes, the size of an 8-byte WRITE) is one cache line: one
+ * line the app takes back for writing and the daemon reads per post, not two (perf: each a
+ * cross-core transfer per 8-byte WRITE). An atomic's operands follow its one SGE. */
 struct mrc_sqe {
 	uint64_t wr_id;
 	uint32_t opcode;          /* enum mr_wr_opcode */
@@ -142,17 +150,21 @@ struct mrc_sqe {
 	uint32_t invalidate_rkey;
 	uint32_t rkey;            /* RDMA or atomic rkey */
 	uint64_t remote_addr;     /* RDMA or atomic remote address */
-	uint64_t compare_add;
-	uint64_t swap;
 	uint32_t inline_len;
 	uint32_t reserved;
 	union {
 		struct mr_sge sge[MRC_SQE_MAX_SGE];
 		uint8_t inline_data[MRC_SQE_INLINE_MAX];
+		struct {
+			struct mr_sge sge;    /* = sge[0]: where the original value lands */
+			uint64_t compare_add;
+			uint64_t swap;
+		} atomic;
+		uint8_t room[MRC_SQE_INLINE_MAX + 16]; /* the entry is 512 bytes */
 	} u;
 };
 _Static_assert(sizeof(struct mr_sge) == 16, "sge is 16 bytes");
-_Static_assert(offsetof(struct mrc_sqe, u) == 64, "sqe header is one line");
+_Static_assert(offsetof(struct mrc_sqe, u) == MRC_SQE_HDR, "sqe header is 48 bytes");
 _Static_assert(sizeof(struct mrc_sqe) == 512, "sqe is 512 bytes");
 
 /* Receive queue entry. */

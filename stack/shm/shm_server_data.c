@@ -108,8 +108,8 @@ static int sqe_to_wr(struct mr_shm_session *s, const struct mr_shm_qp *qp,
 	wr->rdma.rkey = e->rkey;
 	wr->atomic.remote_addr = e->remote_addr;
 	wr->atomic.rkey = e->rkey;
-	wr->atomic.compare_add = e->compare_add;
-	wr->atomic.swap = e->swap;
+	wr->atomic.compare_add = atomic ? e->u.atomic.compare_add : 0;
+	wr->atomic.swap = atomic ? e->u.atomic.swap : 0;
 	if (e->send_flags & MR_SEND_INLINE) {
 		/* Inline carries data out only: READ and atomics cannot be inline. */
 		if (local_write)
@@ -140,26 +140,34 @@ static int sqe_to_wr(struct mr_shm_session *s, const struct mr_shm_qp *qp,
 }
 
 /* The private copy of an SQ entry that everything after reads (the app may rewrite the ring
- * meanwhile): its 64-byte header, then only the SGEs or inline bytes that header announces, at
- * most the entry's room: not the whole 512 bytes per WR. sqe_to_wr() refuses counts above the
- * QP's caps (never above what was copied) and reads no further. */
+ * meanwhile): its first line (header and the first 16 payload bytes), then only the SGEs or
+ * inline bytes that header announces beyond it (an atomic: its SGE and operands), at most the
+ * entry's room: a small WR is one line read, not the whole 512 bytes. sqe_to_wr() refuses
+ * counts above the QP's caps (never above what was copied) and reads no further. */
 static void sqe_copy(struct mrc_sqe *e, const struct mrc_sqe *ring)
 {
+	const size_t first = MRC_CACHE_LINE - MRC_SQE_HDR;
 	size_t n;
 
-	memcpy(e, ring, offsetof(struct mrc_sqe, u));
+	_Static_assert(MRC_SQE_HDR < MRC_CACHE_LINE, "the header leaves room in its line");
+	memcpy(e, ring, MRC_CACHE_LINE);
 	if (e->send_flags & MR_SEND_INLINE)
 		n = e->inline_len < MRC_SQE_INLINE_MAX ? e->inline_len : MRC_SQE_INLINE_MAX;
+	else if (e->opcode == MR_WR_ATOMIC_CMP_AND_SWP || e->opcode == MR_WR_ATOMIC_FETCH_AND_ADD)
+		n = sizeof(e->u.atomic);
 	else
 		n = (e->num_sge < MRC_SQE_MAX_SGE ? e->num_sge : MRC_SQE_MAX_SGE) *
 		    sizeof(struct mr_sge);
-	/* Up to 64 bytes (one SGE .. four, small inline data) as one fixed-size copy: the
-	 * variable-length one compiled to rep movsq, 7 % of a sender's cycles at 4 M WRs/s. */
-	_Static_assert(sizeof(e->u) >= 64, "mrc_sqe.u holds at least 64 bytes");
+	if (n <= first)
+		return;
+	n -= first;
+	/* Up to 64 bytes more as one fixed-size copy: the variable-length one compiled to rep
+	 * movsq, 7 % of a sender's cycles at 4 M WRs/s. */
+	_Static_assert(sizeof(e->u) >= 16 + 64, "mrc_sqe.u holds at least 80 bytes");
 	if (n <= 64)
-		memcpy(&e->u, &ring->u, 64);
+		memcpy(e->u.room + first, ring->u.room + first, 64);
 	else
-		memcpy(&e->u, &ring->u, n);
+		memcpy(e->u.room + first, ring->u.room + first, n);
 }
 
 /* Producer side of a CQ ring (the daemon's only producer role). Returns false when full. */
@@ -281,14 +289,12 @@ static void qp_break(struct mr_shm_session *s, struct mr_shm_qp *qp)
 
 #define SQ_PREFETCH 4 /* SQ entries read ahead */
 
-/* Starts loading SQ entry idx (header and first SGE line: all an SGE or small-inline WR reads).
- * Only a hint: the entry is still copied out and checked as any other ring read. */
+/* Starts loading SQ entry idx's first line (all a one-SGE or small-inline WR reads; the line
+ * after it would be a transfer the app pays back on its next write there). Only a hint: the
+ * entry is still copied out and checked as any other ring read. */
 static inline void sqe_prefetch(const struct mr_shm_qp *qp, uint32_t idx)
 {
-	const uint8_t *p = mrc_ring_entry(qp->sq, idx, qp->sq_size - 1, sizeof(struct mrc_sqe));
-
-	__builtin_prefetch(p);
-	__builtin_prefetch(p + offsetof(struct mrc_sqe, u));
+	__builtin_prefetch(mrc_ring_entry(qp->sq, idx, qp->sq_size - 1, sizeof(struct mrc_sqe)));
 }
 
 /* *more is set when entries remain (budget, backend queue or CQ full): the doorbell path rings
@@ -308,8 +314,8 @@ static int qp_drain_sq(struct mr_shm_session *s, struct mr_shm_qp *qp, bool *mor
 		return 0;
 	}
 	/* The app wrote these entries on another CPU: each first read is a cache miss (perf: 40 % of
-	 * this function at 8 B WRITEs). Asking for the next SQ_PREFETCH entries' header and first
-	 * SGE line ahead overlaps those misses instead of taking them one by one. */
+	 * this function at 8 B WRITEs). Asking for the next SQ_PREFETCH entries' first lines ahead
+	 * overlaps those misses instead of taking them one by one. */
 	for (uint32_t k = 1; k <= SQ_PREFETCH && k < ready; k++)
 		sqe_prefetch(qp, qp->sq_cons + k);
 	while (ready > 0 && n < WR_BUDGET) {
@@ -446,39 +452,70 @@ static int srq_drain(struct mr_shm_session *s, struct mr_shm_srq *q)
 	return n;
 }
 
-/* Drains the rung QPs of n leaf words (index leaf[k], bits bits[k]): every receive queue first,
- * then the send queues, so that a receive posted before a send is with the backend before the
- * send executes (a loopback SEND finds its receive, as with the scan that came before). A QP
- * left with entries (budget, backend queue or CQ full) goes into the session's private retry
- * map, served on the next poll without touching the shared doorbell. */
+/* Polls a rung QP stays rung while idle before the daemon clears its bit (poll_doorbell). */
+#define DB_IDLE_POLLS 8
+
+/* Drains the rung QPs of n leaf words (index leaf[k], bits bits[k], of which rung[k] are set
+ * in the shared doorbell): every receive queue first, then the send queues, so that a receive
+ * posted before a send is with the backend before the send executes (a loopback SEND finds its
+ * receive, as with the scan that came before). A QP left with entries (budget, backend queue
+ * or CQ full) goes into the session's private retry map, served on the next poll.
+ *
+ * A QP's shared bit stays set while the QP is busy, and is cleared only after DB_IDLE_POLLS
+ * polls that found nothing on its rings (or at once for a bit naming no live QP): while it is
+ * set the app's post finds it set and writes nothing to the doorbell (shm_abi.h), so that the
+ * doorbell's line is not taken back and forth on every post, as it was when every poll
+ * cleared every bit (perf, 8 B WRITEs at 16 QPs: all 16 QPs share one leaf word). The clear is
+ * a seq_cst RMW and the QP is served once more after it, on the next poll: a post that found
+ * the bit still set is then seen by that read of its producer index (the Dekker pairing of
+ * shm_abi.h, the clear taking the place of the exchange). */
 static int drain_rung(struct mr_shm_session *s, const uint32_t *leaf, const uint64_t *bits,
-		      unsigned int n, bool shared)
+		      const uint64_t *rung, unsigned int n)
 {
 	struct mr_shm_retry *again = s->db_again;
 	int work = 0;
 
-	/* After the exchanges, before reading any producer index (shm_abi.h, ordering). */
-	if (shared)
-		atomic_thread_fence(memory_order_seq_cst);
 	for (int pass = 0; pass < 2; pass++) {
 		for (unsigned int k = 0; k < n; k++) {
 			for (uint64_t y = bits[k]; y != 0; y &= y - 1) {
-				uint32_t slot = leaf[k] * 64 + (uint32_t)__builtin_ctzll(y);
+				uint32_t b = (uint32_t)__builtin_ctzll(y);
+				uint32_t slot = leaf[k] * 64 + b;
 				struct mr_shm_qp *qp = mr_shm_htab_at(&s->h, slot, MR_SHM_OBJ_QP);
 				bool more = false;
+				int got;
 
-				if (qp == NULL || qp->broken)
+				if (qp == NULL || qp->broken) {
+					if (pass == 0 && (rung[k] >> b & 1))
+						atomic_fetch_and_explicit(&s->db->leaf[leaf[k]],
+									  ~(1ull << b),
+									  memory_order_seq_cst);
 					continue;
+				}
 				/* The receive pass starts loading what the send pass reads first
-				 * (the app's producer index and next entry: misses, written on
-				 * another CPU), so that the QPs' misses overlap. */
+				 * (the app's producer index: a miss when written on another CPU),
+				 * so that the QPs' misses overlap. Not its next entry: a QP that
+				 * stays rung is read on every poll, and a line read before the app
+				 * writes it is one more transfer for both. */
 				if (pass == 0) {
 					__builtin_prefetch(&qp->sq->prod);
-					sqe_prefetch(qp, qp->sq_cons);
+					qp->db_busy = false;
 				}
-				work += pass == 0 ? qp_drain_rq(s, qp, &more) :
-						    qp_drain_sq(s, qp, &more);
+				got = pass == 0 ? qp_drain_rq(s, qp, &more) : qp_drain_sq(s, qp, &more);
+				work += got;
+				qp->db_busy |= got > 0 || more;
 				if (more) {
+					again->leaf[slot / 64] |= 1ull << (slot % 64);
+					again->sum[slot / 4096] |= 1ull << ((slot / 64) % 64);
+				}
+				if (pass == 0 || !(rung[k] >> b & 1))
+					continue;
+				if (qp->db_busy) {
+					qp->db_idle = 0;
+				} else if (++qp->db_idle >= DB_IDLE_POLLS) {
+					qp->db_idle = 0;
+					atomic_fetch_and_explicit(&s->db->leaf[leaf[k]], ~(1ull << b),
+								  memory_order_seq_cst);
+					atomic_thread_fence(memory_order_seq_cst); /* before that read */
 					again->leaf[slot / 64] |= 1ull << (slot % 64);
 					again->sum[slot / 4096] |= 1ull << ((slot / 64) % 64);
 				}
@@ -490,50 +527,58 @@ static int drain_rung(struct mr_shm_session *s, const uint32_t *leaf, const uint
 
 /* Serves the QPs the app rang (shm_abi.h, struct mrc_doorbell) and those left to retry: the
  * summary words, then only the leaf words and QPs they name. Every index is bounded by the
- * region's fixed layout and resolved through the session's own handle table. */
+ * region's fixed layout and resolved through the session's own handle table. Bits are read,
+ * not exchanged: drain_rung() clears a QP's bit once it is idle, and a summary bit is cleared
+ * here once its leaf word is 0, then that word read again (the same pairing, with the app's
+ * leaf RMW before its summary test). */
 static int poll_doorbell(struct mr_shm_session *s)
 {
 	enum { CHUNK = 64 };
 	struct mrc_doorbell *db = s->db;
 	struct mr_shm_retry *again = s->db_again;
 	uint32_t leaf[CHUNK];
-	uint64_t bits[CHUNK];
+	uint64_t bits[CHUNK], rung[CHUNK];
 	unsigned int n = 0;
-	bool shared = false;
 	int work = 0;
 
 	for (uint32_t w = 0; w < MRC_DB_SLOTS / 4096; w++) {
-		uint64_t x = again->sum[w];
+		uint64_t x = again->sum[w] |
+			     atomic_load_explicit(&db->sum[w], memory_order_seq_cst);
 
-		/* seq_cst loads too (plain loads on x86): a leaf word skipped on a stale 0
-		 * after its summary bit was taken would never be looked at again, as the app
-		 * does not ring a bit it finds set (shm_abi.h). */
-		if (atomic_load_explicit(&db->sum[w], memory_order_seq_cst) != 0)
-			x |= atomic_exchange_explicit(&db->sum[w], 0, memory_order_seq_cst);
 		if (x == 0)
 			continue;
 		again->sum[w] = 0;
 		for (; x != 0; x &= x - 1) {
 			uint32_t l = w * 64 + (uint32_t)__builtin_ctzll(x);
+			uint64_t sbit = x & -x;
+			uint64_t r = atomic_load_explicit(&db->leaf[l], memory_order_seq_cst);
 			uint64_t y = again->leaf[l];
 
 			again->leaf[l] = 0;
-			if (atomic_load_explicit(&db->leaf[l], memory_order_seq_cst) != 0) {
-				y |= atomic_exchange_explicit(&db->leaf[l], 0, memory_order_seq_cst);
-				shared = true;
+			if (r == 0 &&
+			    (atomic_load_explicit(&db->sum[w], memory_order_relaxed) & sbit)) {
+				atomic_fetch_and_explicit(&db->sum[w], ~sbit, memory_order_seq_cst);
+				r = atomic_load_explicit(&db->leaf[l], memory_order_seq_cst);
+				/* Rung meanwhile, and that app may have found the summary bit
+				 * still set: set it again, as a set leaf bit is only reached
+				 * through it. */
+				if (r != 0)
+					atomic_fetch_or_explicit(&db->sum[w], sbit,
+								 memory_order_seq_cst);
 			}
+			y |= r;
 			if (y == 0)
 				continue;
 			leaf[n] = l;
-			bits[n++] = y;
+			bits[n] = y;
+			rung[n++] = r;
 			if (n == CHUNK) {
-				work += drain_rung(s, leaf, bits, n, shared);
+				work += drain_rung(s, leaf, bits, rung, n);
 				n = 0;
-				shared = false;
 			}
 		}
 	}
-	return n > 0 ? work + drain_rung(s, leaf, bits, n, shared) : work;
+	return n > 0 ? work + drain_rung(s, leaf, bits, rung, n) : work;
 }
 
 int mr_shm_session_poll_data(struct mr_shm_session *s)

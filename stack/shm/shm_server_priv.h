@@ -81,6 +81,8 @@ struct mr_shm_qp {
 	uint32_t sq_cons, rq_cons;    /* private consumer indices */
 	struct mr_shm_qp_caps caps;
 	bool broken;                  /* ring protocol violated: no longer served */
+	bool db_busy;                 /* this poll found entries (shm_server_data.c drain_rung) */
+	uint16_t db_idle;             /* polls in a row its doorbell bit found nothing */
 	struct mr_shm_qp *next;
 };
 

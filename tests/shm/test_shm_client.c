@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -1567,6 +1568,95 @@ static unsigned int sends_now(struct harness *h)
  * entry published without a ring waits for it; bits that name no QP (here: every bit of the
  * region, as a hostile app could set them) are ignored; a session opened with
  * METAROCE_NO_DOORBELL=1 has no doorbell and its rings are scanned. */
+/* True once every word of db is 0 (within timeout_ms). */
+static bool db_quiet(struct mrc_doorbell *db, int timeout_ms)
+{
+	for (int t = 0; t < timeout_ms; t++) {
+		uint64_t any = 0;
+
+		for (uint32_t i = 0; i < MRC_DB_SLOTS / 4096; i++)
+			any |= atomic_load(&db->sum[i]);
+		for (uint32_t i = 0; i < MRC_DB_SLOTS / 64; i++)
+			any |= atomic_load(&db->leaf[i]);
+		if (any == 0)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+/* Spins about ns nanoseconds (no syscall: the gaps must be shorter than the daemon's idle
+ * polls before it clears a bit, and longer). */
+static void spin_ns(long ns)
+{
+	struct timespec a, b;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ns);
+}
+
+/* The daemon clears a QP's doorbell bit once the QP was idle for some polls, and the app does
+ * not ring a bit it finds set (shm_abi.h): a post that lands around a clear must still be
+ * served. 20000 one-WR round trips, with gaps of 0 to ~40 us before each post so that posts
+ * fall before, into and after the clear, against a busy-polling daemon: a lost post is a
+ * round trip that never completes. Each WRITE carries its number, checked at the target. */
+static void test_doorbell_clear_race(void **state)
+{
+	struct harness *h = *state;
+	struct env e;
+	struct mrc_qp *qb;
+	struct mr_send_wr w;
+	struct mr_wc wc;
+	uint64_t base;
+	uint32_t x = 12345;
+	int lost = 0, bad = 0;
+
+	fake_lock(&h->fb);
+	h->fb.exec = true;
+	fake_unlock(&h->fb);
+	atomic_store(&h->busy, true);
+	env_open(h, &e, 16, false);
+	qb = make_qp(e.pd, e.cq, 16);
+	assert_non_null(qb);
+	to_rts(e.qp, mrc_qp_num(qb));
+	to_rts(qb, mrc_qp_num(e.qp));
+	base = (uint64_t)(uintptr_t)e.buf;
+	memset(&w, 0, sizeof(w));
+	w.opcode = MR_WR_RDMA_WRITE;
+	w.send_flags = MR_SEND_SIGNALED;
+	w.num_sge = 1;
+	w.sg_list[0] = (struct mr_sge){ base, 8, mrc_mr_lkey(e.mr) };
+	w.rdma.remote_addr = base + 8192;
+	w.rdma.rkey = mrc_mr_rkey(e.mr);
+	for (uint64_t i = 1; i <= 20000 && lost == 0; i++) {
+		struct timespec t0, t1;
+		int got = 0;
+
+		x = x * 1103515245u + 12345u;
+		spin_ns((long)((x >> 16) % 40000));
+		memcpy(e.buf, &i, 8);
+		w.wr_id = i;
+		assert_int_equal(mrc_post_send(e.qp, &w), 0);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			got = mrc_poll_cq(e.cq, 1, &wc);
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+		} while (got == 0 && t1.tv_sec - t0.tv_sec < 5);
+		if (got != 1)
+			lost++;
+		else if (wc.wr_id != i || wc.status != MR_WC_SUCCESS ||
+			 memcmp(e.buf + 8192, &i, 8) != 0)
+			bad++;
+	}
+	atomic_store(&h->busy, false);
+	assert_int_equal(lost, 0);
+	assert_int_equal(bad, 0);
+	assert_int_equal(mrc_destroy_qp(qb), 0);
+	env_close(&e);
+}
+
 static void test_doorbell(void **state)
 {
 	struct harness *h = *state;
@@ -1591,6 +1681,10 @@ static void test_doorbell(void **state)
 	want = 2;
 	assert_true(harness_wait(h, cond_sends, &want, 5000));
 	usleep(50000);
+	assert_int_equal(sends_now(h), 2);
+	/* The daemon clears what it was given: bits naming no QP at once, the QP's own after
+	 * its rings stayed empty, then the summary words (shm_abi.h). */
+	assert_true(db_quiet(e.s->db, 5000));
 	assert_int_equal(sends_now(h), 2);
 	/* The library rings on every post. */
 	{
@@ -1681,6 +1775,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_calls, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_server_rejects, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_doorbell, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_doorbell_clear_race, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many_mrs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_isolation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crash_reclaim, setup, teardown),

@@ -24,7 +24,13 @@ static void test_layouts(void **state)
 	assert_int_equal(sizeof(struct mrc_ring_hdr), 256);
 	assert_int_equal(offsetof(struct mrc_ring_hdr, prod), 0);
 	assert_int_equal(offsetof(struct mrc_ring_hdr, cons), 64);
-	assert_int_equal(offsetof(struct mrc_sqe, u), 64);
+	/* ABI 3: a one-SGE or 16-byte inline WR is the entry's first line alone. */
+	assert_int_equal(offsetof(struct mrc_sqe, u), 48);
+	assert_true(offsetof(struct mrc_sqe, u.sge[1]) <= 64);
+	assert_true(offsetof(struct mrc_sqe, u.inline_data[16]) <= 64);
+	assert_int_equal(offsetof(struct mrc_sqe, u.atomic.sge), offsetof(struct mrc_sqe, u.sge[0]));
+	assert_int_equal(offsetof(struct mrc_sqe, u.atomic.compare_add), 64);
+	assert_int_equal(offsetof(struct mrc_sqe, u.atomic.swap), 72);
 	assert_int_equal(offsetof(struct mrc_sqe, wr_id), 0);
 	assert_int_equal(offsetof(struct mrc_sqe, remote_addr), 32);
 	assert_int_equal(offsetof(struct mrc_rqe, sge), 64);
