@@ -1262,6 +1262,23 @@ static void test_close_reclaims(void **state)
 	fake_unlock(&h->fb);
 }
 
+/* e opened with the fake transport executing RC operations, and a second QP connected to e's:
+ * returns it. */
+static struct mrc_qp *loopback_pair(struct harness *h, struct env *e)
+{
+	struct mrc_qp *qb;
+
+	fake_lock(&h->fb);
+	h->fb.exec = true;
+	fake_unlock(&h->fb);
+	env_open(h, e, 16, false);
+	qb = make_qp(e->pd, e->cq, 16);
+	assert_non_null(qb);
+	to_rts(e->qp, mrc_qp_num(qb));
+	to_rts(qb, mrc_qp_num(e->qp));
+	return qb;
+}
+
 /* Loopback execution by the fake transport: data really moves between app buffers through
  * the daemon's mappings (WRITE with immediate, SEND/RECV, READ, atomics). */
 static void test_loopback_data(void **state)
@@ -1275,14 +1292,7 @@ static void test_loopback_data(void **state)
 	uint64_t base, old;
 	uint32_t lkey, rkey;
 
-	fake_lock(&h->fb);
-	h->fb.exec = true;
-	fake_unlock(&h->fb);
-	env_open(h, &e, 16, false);
-	qb = make_qp(e.pd, e.cq, 16);
-	assert_non_null(qb);
-	to_rts(e.qp, mrc_qp_num(qb));
-	to_rts(qb, mrc_qp_num(e.qp));
+	qb = loopback_pair(h, &e);
 	base = (uint64_t)(uintptr_t)e.buf;
 	lkey = mrc_mr_lkey(e.mr);
 	rkey = mrc_mr_rkey(e.mr);
@@ -1613,15 +1623,8 @@ static void test_doorbell_clear_race(void **state)
 	uint32_t x = 12345;
 	int lost = 0, bad = 0;
 
-	fake_lock(&h->fb);
-	h->fb.exec = true;
-	fake_unlock(&h->fb);
 	atomic_store(&h->busy, true);
-	env_open(h, &e, 16, false);
-	qb = make_qp(e.pd, e.cq, 16);
-	assert_non_null(qb);
-	to_rts(e.qp, mrc_qp_num(qb));
-	to_rts(qb, mrc_qp_num(e.qp));
+	qb = loopback_pair(h, &e);
 	base = (uint64_t)(uintptr_t)e.buf;
 	memset(&w, 0, sizeof(w));
 	w.opcode = MR_WR_RDMA_WRITE;
