@@ -1660,6 +1660,92 @@ static void test_doorbell_clear_race(void **state)
 	env_close(&e);
 }
 
+/* The same with 16 QPs of one session, all in one leaf word of the doorbell (as stock
+ * ibv_srq_pingpong's 16 QPs): each round posts one 8-byte WRITE on 1-3 of the 8 senders after
+ * a gap of 0 to ~40 us, so that some QPs stay rung while others go idle and have their bits
+ * cleared, and the leaf word and its summary bit are cleared and set again around posts. Every
+ * WRITE must complete, with its own wr_id, and its bytes must be at its target. */
+static void test_doorbell_many_qps(void **state)
+{
+	enum { NQ = 8, ROUNDS = 10000 };
+	struct harness *h = *state;
+	struct env e;
+	struct mrc_qp *src[NQ], *dst[NQ];
+	uint32_t x = 777, lkey, rkey;
+	uint64_t base;
+	int lost = 0, bad = 0;
+
+	atomic_store(&h->busy, true);
+	fake_lock(&h->fb);
+	h->fb.exec = true;
+	fake_unlock(&h->fb);
+	env_open(h, &e, 64, false);
+	base = (uint64_t)(uintptr_t)e.buf;
+	lkey = mrc_mr_lkey(e.mr);
+	rkey = mrc_mr_rkey(e.mr);
+	for (int q = 0; q < NQ; q++) {
+		src[q] = q == 0 ? e.qp : make_qp(e.pd, e.cq, 16);
+		dst[q] = make_qp(e.pd, e.cq, 16);
+		assert_non_null(src[q]);
+		assert_non_null(dst[q]);
+		to_rts(src[q], mrc_qp_num(dst[q]));
+		to_rts(dst[q], mrc_qp_num(src[q]));
+	}
+	for (uint64_t r = 1; r <= ROUNDS && lost == 0; r++) {
+		uint64_t posted[3];
+		int m, done = 0;
+		struct timespec t0, t1;
+
+		x = x * 1103515245u + 12345u;
+		m = 1 + (int)((x >> 8) % 3);
+		spin_ns((long)((x >> 16) % 40000));
+		for (int j = 0; j < m; j++) {
+			int q = (int)((x + (uint32_t)j) % NQ);
+			struct mr_send_wr w;
+
+			posted[j] = r * NQ + (uint64_t)q;
+			memcpy(e.buf + q * 16, &posted[j], 8);
+			memset(&w, 0, sizeof(w));
+			w.wr_id = posted[j];
+			w.opcode = MR_WR_RDMA_WRITE;
+			w.send_flags = MR_SEND_SIGNALED;
+			w.num_sge = 1;
+			w.sg_list[0] = (struct mr_sge){ base + (uint64_t)q * 16, 8, lkey };
+			w.rdma.remote_addr = base + 8192 + (uint64_t)q * 16;
+			w.rdma.rkey = rkey;
+			assert_int_equal(mrc_post_send(src[q], &w), 0);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			struct mr_wc wc;
+
+			if (mrc_poll_cq(e.cq, 1, &wc) == 1) {
+				uint64_t q = wc.wr_id % NQ;
+				bool mine = false;
+
+				for (int j = 0; j < m; j++)
+					mine |= wc.wr_id == posted[j];
+				if (!mine || wc.status != MR_WC_SUCCESS ||
+				    memcmp(e.buf + 8192 + q * 16, &wc.wr_id, 8) != 0)
+					bad++;
+				done++;
+			}
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+		} while (done < m && t1.tv_sec - t0.tv_sec < 5);
+		if (done < m)
+			lost++;
+	}
+	atomic_store(&h->busy, false);
+	assert_int_equal(lost, 0);
+	assert_int_equal(bad, 0);
+	for (int q = 0; q < NQ; q++) {
+		if (q > 0)
+			assert_int_equal(mrc_destroy_qp(src[q]), 0);
+		assert_int_equal(mrc_destroy_qp(dst[q]), 0);
+	}
+	env_close(&e);
+}
+
 static void test_doorbell(void **state)
 {
 	struct harness *h = *state;
@@ -1779,6 +1865,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_server_rejects, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_doorbell, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_doorbell_clear_race, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_doorbell_many_qps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many_mrs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_isolation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crash_reclaim, setup, teardown),
