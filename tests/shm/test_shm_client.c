@@ -1264,13 +1264,19 @@ static void test_close_reclaims(void **state)
 
 /* e opened with the fake transport executing RC operations, and a second QP connected to e's:
  * returns it. */
+/* The fake transport executes WRs from now on: data moves between the app's buffers. */
+static void fake_exec_on(struct harness *h)
+{
+	fake_lock(&h->fb);
+	h->fb.exec = true;
+	fake_unlock(&h->fb);
+}
+
 static struct mrc_qp *loopback_pair(struct harness *h, struct env *e)
 {
 	struct mrc_qp *qb;
 
-	fake_lock(&h->fb);
-	h->fb.exec = true;
-	fake_unlock(&h->fb);
+	fake_exec_on(h);
 	env_open(h, e, 16, false);
 	qb = make_qp(e->pd, e->cq, 16);
 	assert_non_null(qb);
@@ -1533,9 +1539,7 @@ static void test_stress_sessions(void **state)
 	pthread_t t[4];
 	int i;
 
-	fake_lock(&h->fb);
-	h->fb.exec = true;
-	fake_unlock(&h->fb);
+	fake_exec_on(h);
 	for (i = 0; i < 4; i++) {
 		args[i] = (struct stress_arg){ .h = h, .id = i };
 		assert_int_equal(pthread_create(&t[i], NULL, stress_app, &args[i]), 0);
@@ -1676,9 +1680,7 @@ static void test_doorbell_many_qps(void **state)
 	int lost = 0, bad = 0;
 
 	atomic_store(&h->busy, true);
-	fake_lock(&h->fb);
-	h->fb.exec = true;
-	fake_unlock(&h->fb);
+	fake_exec_on(h);
 	env_open(h, &e, 64, false);
 	base = (uint64_t)(uintptr_t)e.buf;
 	lkey = mrc_mr_lkey(e.mr);
