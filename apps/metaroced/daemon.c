@@ -317,6 +317,8 @@ static int setup_io(struct mr_daemon *d, unsigned int nshards)
 	return 0;
 }
 
+static bool g_embedded; /* mrd_start: the engine runs on the app's own thread */
+
 /* One shard's transport ctx, backend and shm server (bound to the socket path when it is the
  * only shard, else fed by the control thread). io: shard 0, whose port, pool, MAC and frame size
  * every shard shares (read-only after setup). */
@@ -409,6 +411,9 @@ static int setup_engine(struct mr_daemon *d, const struct mr_daemon *io)
 	sp.ops = mr_backend_ops();
 	sp.backend = d->be;
 	sp.max_sessions = c->max_sessions;
+	/* The fence-free doorbell: its barrier costs the thread that polls, which in an
+	 * embedded engine is the app's own (shm_server.h). */
+	sp.db_asym = !g_embedded;
 	{
 		struct mr_session_quotas q;
 
@@ -603,8 +608,6 @@ static struct eal_argv eal;
 static unsigned int nsh;
 static int lsock = -1;
 static const char *g_stats_json;
-static bool g_embedded;
-
 int mrd_start(int argc, char **argv, bool embedded)
 {
 	static const struct option opts[] = {

@@ -266,9 +266,11 @@ void mr_stats_print(const struct mr_stats_view *v, FILE *f, bool final)
 	fprintf(f, "%s: shm sessions=%u opened=%" PRIu64 " closed=%" PRIu64 " ctl=%" PRIu64
 		" ctl_errors=%" PRIu64 " send_wrs=%" PRIu64 " recv_wrs=%" PRIu64
 		" wr_rejected=%" PRIu64 " cqes=%" PRIu64 " ring_corrupt=%" PRIu64 " pcap_dropped=%"
-		PRIu64 "\n", tag, v->nsessions, ss.sessions_opened,
+		PRIu64 " db_pends=%" PRIu64 " db_barriers=%" PRIu64 " db_barrier_fails=%" PRIu64
+		"\n", tag, v->nsessions, ss.sessions_opened,
 		ss.sessions_closed, ss.ctl_requests, ss.ctl_errors, ss.send_wrs, ss.recv_wrs,
-		ss.wr_rejected, ss.cqes, ss.ring_corrupt, io->pcap_dropped);
+		ss.wr_rejected, ss.cqes, ss.ring_corrupt, io->pcap_dropped, ss.db_pends,
+		ss.db_barriers, ss.db_barrier_fails);
 	for (i = 0; i < MR_IMPAIR_NR_DIRS; i++) {
 		const struct mr_impair_stats is = io->is[i];
 

@@ -259,6 +259,9 @@ static void neigh_shm(struct mr_json *j, const struct mr_stats_view *v)
 	mr_json_u64(j, "wr_rejected", ss.wr_rejected);
 	mr_json_u64(j, "cqes", ss.cqes);
 	mr_json_u64(j, "ring_corrupt", ss.ring_corrupt);
+	mr_json_u64(j, "db_pends", ss.db_pends);
+	mr_json_u64(j, "db_barriers", ss.db_barriers);
+	mr_json_u64(j, "db_barrier_fails", ss.db_barrier_fails);
 	mr_json_obj_end(j);
 }
 

@@ -88,6 +88,10 @@ _Static_assert(offsetof(struct mrc_ring_hdr, notify_req) == 3 * MRC_CACHE_LINE, 
 /* HELLO: the app rings doorbells (request), the session has a doorbell region (response; its
  * memfd rides with the answer). Sessions without it are served by a scan of every QP. */
 #define MRC_FEAT_DOORBELL 2u
+/* HELLO: the app registered for membarrier(2)'s MEMBARRIER_CMD_GLOBAL_EXPEDITED and will not
+ * fence a post that finds its QP's leaf bit set (request, with DOORBELL); the daemon issues
+ * that barrier before its last read of a QP whose bit it cleared (response). mrc_db_ring_asym. */
+#define MRC_FEAT_DB_ASYM 4u
 
 /* ---- doorbell: which QPs have new SQ/RQ entries (one region per session) ----
  * A QP's slot is its handle's index (mrc_db_slot). After publishing a QP's SQ or RQ producer
@@ -130,6 +134,24 @@ static inline void mrc_db_ring(struct mrc_doorbell *db, uint32_t slot)
 	atomic_fetch_or_explicit(&db->leaf[slot / 64], bit, memory_order_seq_cst);
 	if (!(atomic_load_explicit(&db->sum[slot / 4096], memory_order_seq_cst) & sbit))
 		atomic_fetch_or_explicit(&db->sum[slot / 4096], sbit, memory_order_seq_cst);
+}
+
+/* mrc_db_ring without the fence when the QP's leaf bit is found set (MRC_FEAT_DB_ASYM). The
+ * index store may then still sit in this CPU's store buffer when the daemon clears the bit and
+ * reads the index, so the daemon's guarantee is different: after clearing a bit it reads the QP
+ * on its next polls (the common case: the store lands within nanoseconds), then once more after
+ * a membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) issued after the clear. That barrier runs a full
+ * fence on every CPU running this process, so the index store that came before the bit test in
+ * program order is visible to that read, or the bit test came after the barrier's fence and
+ * found the bit clear, and rang (membarrier(2), the asymmetric Dekker pattern). Only the compiler
+ * must keep the store before the test (the signal fence). A clear bit takes the fenced path. */
+static inline void mrc_db_ring_asym(struct mrc_doorbell *db, uint32_t slot)
+{
+	slot &= MRC_DB_SLOTS - 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&db->leaf[slot / 64], memory_order_relaxed) & 1ull << (slot % 64))
+		return;
+	mrc_db_ring(db, slot);
 }
 
 /* ---- ring entries ---- */
@@ -295,7 +317,7 @@ struct mrc_ctl_req {
 	union {
 		struct {
 			uint32_t abi_version, pid;
-			uint32_t features;  /* MRC_FEAT_* the app uses (DOORBELL); 0 = none */
+			uint32_t features;  /* MRC_FEAT_* the app uses (DOORBELL, DB_ASYM); 0 = none */
 		} hello;
 		struct { uint32_t handle; } obj;   /* DEALLOC_PD, UNMAP_BUF, DEREG_MR, DESTROY_*,
 						    * QUERY_QP */

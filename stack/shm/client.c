@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "client_priv.h"
+#include "shm_membarrier.h"
 #include "shm_sock.h"
 
 #define DEFAULT_TIMEOUT_MS 10000
@@ -261,6 +262,14 @@ struct mrc_session *mrc_open(const char *sock_path)
 	env = getenv("METAROCE_NO_DOORBELL");
 	if (env == NULL || strcmp(env, "1") != 0)
 		req.u.hello.features = MRC_FEAT_DOORBELL;
+	/* The fence-free doorbell (shm_abi.h mrc_db_ring_asym) needs this process registered for
+	 * the daemon's barrier. Registered at every open, so that a child after fork() is too.
+	 * METAROCE_NO_DB_ASYM=1: every post fences (before/after measurements). */
+	env = getenv("METAROCE_NO_DB_ASYM");
+	if ((req.u.hello.features & MRC_FEAT_DOORBELL) && (env == NULL || strcmp(env, "1") != 0) &&
+	    mr_membarrier_global_ok() &&
+	    mr_membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) == 0)
+		req.u.hello.features |= MRC_FEAT_DB_ASYM;
 	rc = mrc_rpc(s, MRC_CTL_HELLO, &req, -1, &resp, &db_fd);
 	if (rc < 0) {
 		if (db_fd >= 0)
@@ -283,6 +292,8 @@ struct mrc_session *mrc_open(const char *sock_path)
 			goto fail;
 		}
 		s->db = m;
+		s->db_asym = (s->features & MRC_FEAT_DB_ASYM) &&
+			     (req.u.hello.features & MRC_FEAT_DB_ASYM);
 	}
 	return s;
 fail_errno:

@@ -109,6 +109,7 @@ struct mrc_session {
 	uint32_t id;
 	uint32_t features;          /* MRC_FEAT_* from HELLO */
 	struct mrc_doorbell *db;    /* MRC_FEAT_DOORBELL: rung after each post; else NULL */
+	bool db_asym;               /* MRC_FEAT_DB_ASYM: mrc_db_ring_asym (no fence if set) */
 	struct mrc_obj objs;        /* list head */
 	char err[256];
 };

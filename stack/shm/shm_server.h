@@ -99,6 +99,13 @@ struct mr_shm_server_params {
 	uint32_t max_session_pd, max_session_mr, max_session_cq, max_session_qp;
 	uint64_t max_session_wr;
 	uint64_t max_session_inline;
+	/* Grant MRC_FEAT_DB_ASYM (shm_abi.h mrc_db_ring_asym) to apps that ask, if the kernel
+	 * has membarrier's global expedited barrier: their posts then leave out the fence, and
+	 * this server's thread issues a barrier (about 1-20 us) at most every db_barrier_ms
+	 * (0 = 10) while a QP whose bit it cleared waits for one. Not for a server whose poll
+	 * runs on the app's own thread (an embedded engine). */
+	bool db_asym;
+	uint32_t db_barrier_ms;
 };
 
 struct mr_shm_server_stats {
@@ -112,6 +119,9 @@ struct mr_shm_server_stats {
 	uint64_t events;                /* wake-ups sent (one datagram each) */
 	uint64_t ring_corrupt;          /* app published an impossible ring index */
 	uint64_t events_refused;        /* wake-up send failed (not EAGAIN): app closed its end */
+	uint64_t db_pends;              /* DB_ASYM: QPs left to be read after the next barrier */
+	uint64_t db_barriers;           /* DB_ASYM: membarrier calls (counted before the call) */
+	uint64_t db_barrier_fails;      /* ... that failed (those QPs are read again later) */
 };
 
 /* NULL + errno (EINVAL bad params, EADDRINUSE a live server owns the path, ENAMETOOLONG...). */

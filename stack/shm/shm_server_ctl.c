@@ -99,6 +99,13 @@ static int do_hello(struct mr_shm_session *s, const struct mrc_ctl_req *req,
 			s->db = map;
 			*out_fd = fd;
 			resp->u.hello.features |= MRC_FEAT_DOORBELL;
+			/* The fence-free doorbell: this server's barrier before its last read
+			 * of a QP whose bit it cleared (shm_abi.h mrc_db_ring_asym). */
+			if ((req->u.hello.features & MRC_FEAT_DB_ASYM) && s->srv->db_asym) {
+				s->db_pend = calloc(1, sizeof(*s->db_pend));
+				if (s->db_pend != NULL)
+					resp->u.hello.features |= MRC_FEAT_DB_ASYM;
+			}
 		} else {
 			free(s->db_again);
 			s->db_again = NULL;

@@ -454,6 +454,33 @@ static int srq_drain(struct mr_shm_session *s, struct mr_shm_srq *q)
 
 /* Polls a rung QP stays rung while idle before the daemon clears its bit (poll_doorbell). */
 #define DB_IDLE_POLLS 8
+/* DB_ASYM: polls a QP is read after its bit was cleared, or after it last had entries since,
+ * before it waits for the barrier (shm_abi.h mrc_db_ring_asym; shm_server.c db_barrier). An
+ * index store that missed the clear lands within nanoseconds: these polls serve it at once,
+ * the barrier's read only guarantees it. */
+#define DB_HOT_POLLS 2
+
+static inline void retry_set(struct mr_shm_retry *m, uint32_t slot)
+{
+	m->leaf[slot / 64] |= 1ull << (slot % 64);
+	m->sum[slot / 4096] |= 1ull << ((slot / 64) % 64);
+}
+
+/* A QP read again after its bit was cleared (DB_ASYM) that found nothing: after DB_HOT_POLLS
+ * such reads in a row it waits for the barrier; entries found meanwhile start them again, as
+ * more index stores of the same app may still be on their way. */
+static void db_hot_step(struct mr_shm_session *s, struct mr_shm_qp *qp, uint32_t slot)
+{
+	if (qp->db_busy)
+		qp->db_hot = DB_HOT_POLLS;
+	else if (--qp->db_hot == 0) {
+		retry_set(s->db_pend, slot);
+		s->db_pend_any = true;
+		s->srv->st.db_pends++;
+		return;
+	}
+	retry_set(s->db_again, slot);
+}
 
 /* Drains the rung QPs of n leaf words (index leaf[k], bits bits[k], of which rung[k] are set
  * in the shared doorbell): every receive queue first, then the send queues, so that a receive
@@ -503,12 +530,18 @@ static int drain_rung(struct mr_shm_session *s, const uint32_t *leaf, const uint
 				got = pass == 0 ? qp_drain_rq(s, qp, &more) : qp_drain_sq(s, qp, &more);
 				work += got;
 				qp->db_busy |= got > 0 || more;
-				if (more) {
-					again->leaf[slot / 64] |= 1ull << (slot % 64);
-					again->sum[slot / 4096] |= 1ull << ((slot / 64) % 64);
-				}
-				if (pass == 0 || !(rung[k] >> b & 1))
+				if (more)
+					retry_set(again, slot);
+				if (pass == 0)
 					continue;
+				if (!(rung[k] >> b & 1)) {
+					if (qp->db_hot > 0)
+						db_hot_step(s, qp, slot);
+					continue;
+				}
+				/* Rung: that post fenced (mrc_db_ring), so every earlier index
+				 * store of the app is visible to this read. */
+				qp->db_hot = 0;
 				if (qp->db_busy) {
 					qp->db_idle = 0;
 				} else if (++qp->db_idle >= DB_IDLE_POLLS) {
@@ -516,8 +549,9 @@ static int drain_rung(struct mr_shm_session *s, const uint32_t *leaf, const uint
 					atomic_fetch_and_explicit(&s->db->leaf[leaf[k]], ~(1ull << b),
 								  memory_order_seq_cst);
 					atomic_thread_fence(memory_order_seq_cst); /* before that read */
-					again->leaf[slot / 64] |= 1ull << (slot % 64);
-					again->sum[slot / 4096] |= 1ull << ((slot / 64) % 64);
+					retry_set(again, slot);
+					if (s->db_pend != NULL)
+						qp->db_hot = DB_HOT_POLLS;
 				}
 			}
 		}

@@ -83,6 +83,7 @@ struct mr_shm_qp {
 	bool broken;                  /* ring protocol violated: no longer served */
 	bool db_busy;                 /* this poll found entries (shm_server_data.c drain_rung) */
 	uint16_t db_idle;             /* polls in a row its doorbell bit found nothing */
+	uint8_t db_hot;               /* DB_ASYM: polls left to read it after a clear */
 	struct mr_shm_qp *next;
 };
 
@@ -112,6 +113,8 @@ struct mr_shm_session {
 	uint32_t mr_hash_mask;
 	struct mrc_doorbell *db;      /* MRC_FEAT_DOORBELL: QPs served when rung; NULL: scanned */
 	struct mr_shm_retry *db_again; /* with db: QPs to serve again (private, same layout) */
+	struct mr_shm_retry *db_pend; /* DB_ASYM: QPs to read after the next barrier; else NULL */
+	bool db_pend_any;             /* db_pend has a bit set */
 	struct mr_shm_session *next;
 	struct mr_shm_server *srv;
 };
@@ -129,6 +132,10 @@ struct mr_shm_server {
 	uint32_t nsessions;
 	uint32_t next_id;
 	uint64_t iter;
+	bool db_asym;                 /* grant MRC_FEAT_DB_ASYM (params, and the kernel has it) */
+	uint64_t db_period_ns;        /* barrier period (shm_server.c db_barrier_due) */
+	uint64_t db_pend_t0;          /* when a QP first waited for the next barrier; 0 = none */
+	uint32_t db_polls;            /* polls since the last clock read while one waits */
 	struct mr_shm_session *sessions;
 	struct mr_shm_server_stats st;
 };

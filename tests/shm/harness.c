@@ -43,7 +43,9 @@ int harness_start_quota(struct harness *h, const struct mr_shm_server_params *q)
 	p.backend = &h->fb;
 	p.ctl_every = 1;
 	p.max_objects = 256;
+	p.db_asym = true; /* as metaroced: the fence-free doorbell (METAROCE_NO_DB_ASYM=1: not) */
 	if (q != NULL) {
+		p.db_barrier_ms = q->db_barrier_ms;
 		p.max_session_pd = q->max_session_pd;
 		p.max_session_mr = q->max_session_mr;
 		p.max_session_cq = q->max_session_cq;

@@ -22,7 +22,7 @@ struct harness {
 
 /* Starts server + poll thread; returns 0 or -errno. */
 int harness_start(struct harness *h);
-/* The same with the per-session quotas (max_session_*) of q. */
+/* The same with the per-session quotas (max_session_*) and db_barrier_ms of q. */
 int harness_start_quota(struct harness *h, const struct mr_shm_server_params *q);
 void harness_stop(struct harness *h);
 /* Polls cond(h, arg) under the backend lock for up to timeout_ms; true once it holds. */

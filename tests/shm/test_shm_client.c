@@ -29,6 +29,7 @@
 #include "metaroce/metaroce.h"
 #include "metaroce/shm_abi.h"
 #include "shm/client_priv.h"
+#include "shm/shm_membarrier.h"
 #include "shm/shm_sock.h"
 
 #define ACC_ALL (MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE | MR_ACCESS_REMOTE_READ | \
@@ -1616,7 +1617,33 @@ static void spin_ns(long ns)
  * served. 20000 one-WR round trips, with gaps of 0 to ~40 us before each post so that posts
  * fall before, into and after the clear, against a busy-polling daemon: a lost post is a
  * round trip that never completes. Each WRITE carries its number, checked at the target. */
-static void test_doorbell_clear_race(void **state)
+/* Opens e's session fenced (METAROCE_NO_DB_ASYM=1: every post fences, the daemon issues no
+ * barrier) or fence-free (shm_abi.h mrc_db_ring_asym), and checks that it got what it asked. */
+static void db_mode_open(struct harness *h, struct env *e, bool fenced, struct mrc_qp **qb)
+{
+	if (fenced)
+		setenv("METAROCE_NO_DB_ASYM", "1", 1);
+	if (qb != NULL) {
+		*qb = loopback_pair(h, e);
+	} else {
+		fake_exec_on(h);
+		env_open(h, e, 64, false);
+	}
+	unsetenv("METAROCE_NO_DB_ASYM");
+	assert_true(mrc_features(e->s) & MRC_FEAT_DOORBELL);
+	assert_int_equal(e->s->db_asym, !fenced && mr_membarrier_global_ok());
+}
+
+/* After a fence-free run: the barriers the daemon issued all succeeded. */
+static void db_mode_check(struct harness *h)
+{
+	struct mr_shm_server_stats st;
+
+	mr_shm_server_get_stats(h->srv, &st);
+	assert_int_equal(st.db_barrier_fails, 0);
+}
+
+static void doorbell_clear_race(void **state, bool fenced)
 {
 	struct harness *h = *state;
 	struct env e;
@@ -1628,7 +1655,7 @@ static void test_doorbell_clear_race(void **state)
 	int lost = 0, bad = 0;
 
 	atomic_store(&h->busy, true);
-	qb = loopback_pair(h, &e);
+	db_mode_open(h, &e, fenced, &qb);
 	base = (uint64_t)(uintptr_t)e.buf;
 	memset(&w, 0, sizeof(w));
 	w.opcode = MR_WR_RDMA_WRITE;
@@ -1660,8 +1687,19 @@ static void test_doorbell_clear_race(void **state)
 	atomic_store(&h->busy, false);
 	assert_int_equal(lost, 0);
 	assert_int_equal(bad, 0);
+	db_mode_check(h);
 	assert_int_equal(mrc_destroy_qp(qb), 0);
 	env_close(&e);
+}
+
+static void test_doorbell_clear_race(void **state)
+{
+	doorbell_clear_race(state, false);
+}
+
+static void test_doorbell_clear_race_fenced(void **state)
+{
+	doorbell_clear_race(state, true);
 }
 
 /* The same with 16 QPs of one session, all in one leaf word of the doorbell (as stock
@@ -1669,7 +1707,7 @@ static void test_doorbell_clear_race(void **state)
  * a gap of 0 to ~40 us, so that some QPs stay rung while others go idle and have their bits
  * cleared, and the leaf word and its summary bit are cleared and set again around posts. Every
  * WRITE must complete, with its own wr_id, and its bytes must be at its target. */
-static void test_doorbell_many_qps(void **state)
+static void doorbell_many_qps(void **state, bool fenced)
 {
 	enum { NQ = 8, ROUNDS = 10000 };
 	struct harness *h = *state;
@@ -1680,8 +1718,7 @@ static void test_doorbell_many_qps(void **state)
 	int lost = 0, bad = 0;
 
 	atomic_store(&h->busy, true);
-	fake_exec_on(h);
-	env_open(h, &e, 64, false);
+	db_mode_open(h, &e, fenced, NULL);
 	base = (uint64_t)(uintptr_t)e.buf;
 	lkey = mrc_mr_lkey(e.mr);
 	rkey = mrc_mr_rkey(e.mr);
@@ -1740,11 +1777,114 @@ static void test_doorbell_many_qps(void **state)
 	atomic_store(&h->busy, false);
 	assert_int_equal(lost, 0);
 	assert_int_equal(bad, 0);
+	db_mode_check(h);
 	for (int q = 0; q < NQ; q++) {
 		if (q > 0)
 			assert_int_equal(mrc_destroy_qp(src[q]), 0);
 		assert_int_equal(mrc_destroy_qp(dst[q]), 0);
 	}
+	env_close(&e);
+}
+
+static void test_doorbell_many_qps(void **state)
+{
+	doorbell_many_qps(state, false);
+}
+
+static void test_doorbell_many_qps_fenced(void **state)
+{
+	doorbell_many_qps(state, true);
+}
+
+static int setup_slow_barrier(void **state)
+{
+	struct harness *h = calloc(1, sizeof(*h));
+	struct mr_shm_server_params q = { .db_barrier_ms = 200 };
+
+	if (h == NULL || harness_start_quota(h, &q) < 0)
+		return -1;
+	*state = h;
+	return 0;
+}
+
+static bool wait_stat(struct harness *h, size_t off, uint64_t above, int timeout_ms)
+{
+	for (int t = 0; t < timeout_ms * 10; t++) {
+		struct mr_shm_server_stats st;
+		uint64_t v;
+
+		mr_shm_server_get_stats(h->srv, &st);
+		memcpy(&v, (const char *)&st + off, sizeof(v));
+		if (v > above)
+			return true;
+		usleep(100);
+	}
+	return false;
+}
+
+static uint64_t stat_now(struct harness *h, size_t off)
+{
+	struct mr_shm_server_stats st;
+	uint64_t v;
+
+	mr_shm_server_get_stats(h->srv, &st);
+	memcpy(&v, (const char *)&st + off, sizeof(v));
+	return v;
+}
+
+/* The fence-free doorbell's guarantee, played without a race (shm_abi.h mrc_db_ring_asym): a
+ * post whose index store was still in its CPU's store buffer when the daemon cleared the bit
+ * and read the QP for the last polls (the store found the bit set, so it did not ring) must be
+ * served by the read after the daemon's next barrier, and not before it. Each round: a rung
+ * post is served; the daemon clears the idle QP's bit, reads it DB_HOT_POLLS more times and
+ * marks it pending (db_pends); only then is an entry published without a ring, the late store.
+ * It must be served, and the barrier count must have moved first (counted before the call). A
+ * round in which a barrier started before the store is not counted (it is rung to recover):
+ * the barrier period is 200 ms here, so that is rare. Fails on a daemon without the pending
+ * map (never served) and on one that reads it again without waiting for a barrier. */
+static void test_doorbell_asym_late_store(void **state)
+{
+	enum { ROUNDS = 8 };
+	struct harness *h = *state;
+	const size_t o_pends = offsetof(struct mr_shm_server_stats, db_pends);
+	const size_t o_bars = offsetof(struct mr_shm_server_stats, db_barriers);
+	struct env e;
+	unsigned int want = 0;
+	int counted = 0;
+
+	if (!mr_membarrier_global_ok())
+		skip(); /* no MEMBARRIER_CMD_GLOBAL_EXPEDITED: the feature is never granted */
+	env_open(h, &e, 64, true);
+	assert_true(mrc_features(e.s) & MRC_FEAT_DB_ASYM);
+	assert_true(e.s->db_asym);
+	for (int r = 0; r < ROUNDS; r++) {
+		struct mr_send_wr w;
+		uint64_t pends = stat_now(h, o_pends), bars;
+
+		memset(&w, 0, sizeof(w));
+		w.wr_id = 100 + (uint64_t)r;
+		w.opcode = MR_WR_SEND;
+		w.num_sge = 1;
+		w.sg_list[0] = (struct mr_sge){ (uint64_t)(uintptr_t)e.buf, 64, mrc_mr_lkey(e.mr) };
+		assert_int_equal(mrc_post_send(e.qp, &w), 0);
+		want++;
+		assert_true(harness_wait(h, cond_sends, &want, 5000));
+		/* Cleared, read DB_HOT_POLLS more times, now waiting for the barrier. */
+		assert_true(wait_stat(h, o_pends, pends, 5000));
+		bars = stat_now(h, o_bars);
+		sqe_by_hand(&e, 200 + (uint64_t)r);
+		want++;
+		if (stat_now(h, o_bars) != bars) {
+			ring_db(e.qp);
+			assert_true(harness_wait(h, cond_sends, &want, 5000));
+			continue;
+		}
+		assert_true(harness_wait(h, cond_sends, &want, 5000));
+		assert_true(stat_now(h, o_bars) > bars);
+		counted++;
+	}
+	assert_true(counted >= ROUNDS / 2);
+	assert_int_equal(stat_now(h, offsetof(struct mr_shm_server_stats, db_barrier_fails)), 0);
 	env_close(&e);
 }
 
@@ -1867,7 +2007,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_server_rejects, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_doorbell, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_doorbell_clear_race, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_doorbell_clear_race_fenced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_doorbell_many_qps, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_doorbell_many_qps_fenced, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_doorbell_asym_late_store, setup_slow_barrier,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_many_mrs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_isolation, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_crash_reclaim, setup, teardown),
