@@ -5,6 +5,7 @@
 #include "perf.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -329,6 +330,26 @@ static void build_wr(const struct mr_perf_ctx *c, const struct mr_perf_qp *q, ui
 	wr->rdma.rkey = q->rem.rkey;
 }
 
+/* A work request build_wr() made for another QP, pointed at q: only the fields that differ
+ * between QPs (build_wr takes the same size and verb for all of them). The bandwidth loop
+ * builds its requests once and retargets them, as perftest posts the requests it set up
+ * before the loop: a 336-byte memset per post was most of the posting thread's stores, and a
+ * posting thread that waits for its store buffer (the queue entries go to lines the engine's
+ * CPU last read) waits longer the more stores each post adds. */
+static void retarget_wr(const struct mr_perf_ctx *c, const struct mr_perf_qp *q,
+			struct mr_send_wr *wr)
+{
+	wr->sg_list[0].addr = (uint64_t)(uintptr_t)q->buf;
+	wr->sg_list[0].lkey = mrc_mr_lkey(q->mr);
+	if (c->verb == MR_VERB_ATOMIC) {
+		wr->atomic.remote_addr = q->rem.vaddr;
+		wr->atomic.rkey = q->rem.rkey;
+	} else {
+		wr->rdma.remote_addr = q->rem.vaddr;
+		wr->rdma.rkey = q->rem.rkey;
+	}
+}
+
 #define DRAIN_QUIET_NS 200000000ull /* -D: the receiver's CQ quiet this long after the peer ended */
 
 /* -D on the passive side (send_bw's receiver, the lat server): has the active side moved on to
@@ -491,6 +512,8 @@ int mr_perf_bw_client(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw_repo
 	uint64_t t0, t_end = 0, last_progress, done_qps = 0;
 	static struct mr_send_wr wrs[MR_PERF_MAX_POST_LIST];
 	struct mr_wc wc[POLL_BATCH];
+	unsigned int built_for = UINT_MAX; /* the QP wrs[] point at */
+	uint32_t flags;
 	int rc = 0;
 
 	if (a->warm_up) {
@@ -509,6 +532,9 @@ int mr_perf_bw_client(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw_repo
 			return fail(c, -ENOMEM, "timestamps for %llu messages", (unsigned long long)total);
 		}
 	}
+	for (unsigned k = 0; k < list; k++)
+		build_wr(c, &c->qp[0], size, &wrs[k]);
+	flags = wrs[0].send_flags;
 	t0 = now_ns();
 	last_progress = t0;
 	if (dur)
@@ -530,15 +556,17 @@ int mr_perf_bw_client(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw_repo
 				for (unsigned k = 0; k < list; k++) {
 					uint64_t n = scnt[i] + k + 1;
 
-					build_wr(c, q, size, &wrs[k]);
+					if (built_for != i)
+						retarget_wr(c, q, &wrs[k]);
 					wrs[k].wr_id = i;
 					/* signal one in cq_mod, and the last one (perftest's cq
 					 * moderation; with -l, cq_mod is the list size) */
-					if (n % a->cq_mod == 0 || n == iters)
-						wrs[k].send_flags |= MR_SEND_SIGNALED;
+					wrs[k].send_flags = n % a->cq_mod == 0 || n == iters ?
+							    flags | MR_SEND_SIGNALED : flags;
 					if (!dur)
 						posted[gpost + k] = ts;
 				}
+				built_for = i;
 				rc = list == 1 ? mrc_post_send(q->qp, &wrs[0])
 					       : mrc_post_send_batch(q->qp, wrs, (int)list);
 				if (rc < 0 || (list > 1 && rc != (int)list)) {
