@@ -5,7 +5,6 @@
 #include "perf.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -512,7 +511,7 @@ int mr_perf_bw_client(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw_repo
 	uint64_t t0, t_end = 0, last_progress, done_qps = 0;
 	static struct mr_send_wr wrs[MR_PERF_MAX_POST_LIST];
 	struct mr_wc wc[POLL_BATCH];
-	unsigned int built_for = UINT_MAX; /* the QP wrs[] point at */
+	unsigned int built_for = 0; /* the QP wrs[] point at (built below for QP 0) */
 	uint32_t flags;
 	int rc = 0;
 

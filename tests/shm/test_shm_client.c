@@ -44,14 +44,20 @@ struct env {
 	struct mrc_qp *qp;
 };
 
-static int setup(void **state)
+/* A harness with the server parameters of q (harness_start_quota; NULL: the defaults). */
+static int setup_with(void **state, const struct mr_shm_server_params *q)
 {
 	struct harness *h = calloc(1, sizeof(*h));
 
-	if (h == NULL || harness_start(h) < 0)
+	if (h == NULL || harness_start_quota(h, q) < 0)
 		return -1;
 	*state = h;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	return setup_with(state, NULL);
 }
 
 static int teardown(void **state)
@@ -1634,13 +1640,21 @@ static void db_mode_open(struct harness *h, struct env *e, bool fenced, struct m
 	assert_int_equal(e->s->db_asym, !fenced && mr_membarrier_global_ok());
 }
 
+/* The server's counter at byte offset off of struct mr_shm_server_stats, now. */
+static uint64_t stat_now(struct harness *h, size_t off)
+{
+	struct mr_shm_server_stats st;
+	uint64_t v;
+
+	mr_shm_server_get_stats(h->srv, &st);
+	memcpy(&v, (const char *)&st + off, sizeof(v));
+	return v;
+}
+
 /* After a fence-free run: the barriers the daemon issued all succeeded. */
 static void db_mode_check(struct harness *h)
 {
-	struct mr_shm_server_stats st;
-
-	mr_shm_server_get_stats(h->srv, &st);
-	assert_int_equal(st.db_barrier_fails, 0);
+	assert_int_equal(stat_now(h, offsetof(struct mr_shm_server_stats, db_barrier_fails)), 0);
 }
 
 static void doorbell_clear_race(void **state, bool fenced)
@@ -1798,38 +1812,20 @@ static void test_doorbell_many_qps_fenced(void **state)
 
 static int setup_slow_barrier(void **state)
 {
-	struct harness *h = calloc(1, sizeof(*h));
-	struct mr_shm_server_params q = { .db_barrier_ms = 200 };
+	const struct mr_shm_server_params q = { .db_barrier_ms = 200 };
 
-	if (h == NULL || harness_start_quota(h, &q) < 0)
-		return -1;
-	*state = h;
-	return 0;
+	return setup_with(state, &q);
 }
 
+/* True once the counter at off is above `above` (within timeout_ms). */
 static bool wait_stat(struct harness *h, size_t off, uint64_t above, int timeout_ms)
 {
 	for (int t = 0; t < timeout_ms * 10; t++) {
-		struct mr_shm_server_stats st;
-		uint64_t v;
-
-		mr_shm_server_get_stats(h->srv, &st);
-		memcpy(&v, (const char *)&st + off, sizeof(v));
-		if (v > above)
+		if (stat_now(h, off) > above)
 			return true;
 		usleep(100);
 	}
 	return false;
-}
-
-static uint64_t stat_now(struct harness *h, size_t off)
-{
-	struct mr_shm_server_stats st;
-	uint64_t v;
-
-	mr_shm_server_get_stats(h->srv, &st);
-	memcpy(&v, (const char *)&st + off, sizeof(v));
-	return v;
 }
 
 /* The fence-free doorbell's guarantee, played without a race (shm_abi.h mrc_db_ring_asym): a
