@@ -24,7 +24,9 @@
 #   --keep    keep the work directory (logs, each metaroce run's daemon counters) for inspection
 #   --only    comma-separated sections to run: icrc, memif, tcp, mr (default all; ratios whose
 #             figures were not measured are null); BENCH_MR_RUNS=REGEX in the environment runs
-#             only the metaroce runs whose key matches (e.g. '^write_bw')
+#             only the metaroce runs whose key matches (e.g. '^write_bw'); BENCH_PERF_RECORD=1
+#             records `perf record -a -g` over each metaroce client run into the work directory
+#             (KEY.perf.data; implies --keep), to read where each CPU went
 # Needs root (namespaces), Debian packages dpdk-dev (dpdk-testpmd), iperf3, sockperf (installed
 # if missing, as scripts/lib/deps.sh does).
 set -u
@@ -45,6 +47,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ "$(id -u)" = 0 ] || { echo "bench-perf: needs root (network namespaces)" >&2; exit 2; }
+[ "${BENCH_PERF_RECORD:-0}" = 1 ] && keep=1
 
 # Quick ICRC cells: 9 x 10 ms (5 x 5 ms until 2026-12-04 let one noisy run put the ICRC 3 %
 # under DPDK's AVX-512 CRC, which it leads by about 10 % in every other run; about 9 s).
@@ -448,9 +451,15 @@ mr_run() {
 	t0=$(date +%s.%N)
 	s0=$(sys_snap)
 	cpu_snap $da $db > "$work/s1"
+	local prec=
+	if [ "${BENCH_PERF_RECORD:-0}" = 1 ]; then
+		perf record -a -g -q -o "$work/$key.perf.data" > "$work/$key.perf.log" 2>&1 &
+		prec=$!
+	fi
 	"${pa[@]}" timeout 120 "$bdir/apps/mrperf/mrperf" "$t" "$@" -p $MR_PORT --report_gbits \
 		--sock "$work/a.sock" --json "$work/$key.json" 127.0.0.1 > "$work/$key-client.log" 2>&1
 	rc=$?
+	[ -n "$prec" ] && { kill -INT "$prec"; wait "$prec" 2>/dev/null; }
 	cpu_snap $da $db > "$work/s2"
 	s1=$(sys_snap)
 	t1=$(date +%s.%N)
@@ -523,11 +532,17 @@ mr_embed_run() {
 	local key=$1 t=$2 job=$3 rc t0 t1
 	shift 3
 	for _ in $(seq 1 100); do [ -S "$work/emb-memif.sock" ] && break; sleep 0.05; done
+	local prec=
+	if [ "${BENCH_PERF_RECORD:-0}" = 1 ]; then
+		perf record -a -g -q -o "$work/$key.perf.data" > "$work/$key.perf.log" 2>&1 &
+		prec=$!
+	fi
 	t0=$(date +%s.%N)
 	{ TIMEFORMAT='%U %S'; time "${pa[@]}" timeout 120 "$bdir/apps/mrperf/mrperf" "$t" "$@" \
 		-p $MR_PORT --report_gbits --json "$work/$key.json" 127.0.0.1 \
 		> "$work/$key-client.log" 2>&1; echo $? > "$work/$key.rc"; } 2> "$work/$key.time"
 	t1=$(date +%s.%N)
+	[ -n "$prec" ] && { kill -INT "$prec"; wait "$prec" 2>/dev/null; }
 	wait "$job" 2>/dev/null
 	rc=$(cat "$work/$key.rc")
 	if [ "$rc" != 0 ] || [ ! -s "$work/$key.json" ]; then

@@ -17,6 +17,7 @@
 int (*mrc_embed_poll_fn)(void);
 void (*mrc_embed_kick_fn)(void);
 _Atomic uint64_t mrc_embed_polls;
+_Atomic uint64_t mrc_embed_posts;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static char g_sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -36,6 +37,7 @@ static int start(const char *args)
 	const char *mod = getenv("METAROCE_ENGINE_MODULE");
 	int (*fn_start)(const char *, char *, size_t, _Atomic uint64_t *);
 	int (*fn_poll)(void);
+	void (*fn_watch)(_Atomic uint64_t *);
 	void *h;
 	int rc;
 
@@ -67,6 +69,10 @@ static int start(const char *args)
 		mrc_embed_kick_fn = NULL;
 		return rc;
 	}
+	/* Optional (a module without it runs its whole iteration on every poll). */
+	fn_watch = (void (*)(_Atomic uint64_t *))dlsym(h, "mrd_embed_watch_posts");
+	if (fn_watch != NULL)
+		fn_watch(&mrc_embed_posts);
 	atexit(stop_at_exit);
 	mrc_embed_poll_fn = fn_poll;
 	return 1;

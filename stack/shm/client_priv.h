@@ -29,6 +29,18 @@ static inline void mrc_embed_note_poll(void)
 			      atomic_load_explicit(&mrc_embed_polls, memory_order_relaxed) + 1,
 			      memory_order_relaxed);
 }
+/* The app posted (every SQ, RQ and SRQ publish) while an engine runs in this process: its
+ * idle polls skip the engine's transmit half until this moves (apps/metaroced/embed.c). The
+ * same plain increment: a change is all the engine looks for. */
+extern _Atomic uint64_t mrc_embed_posts;
+static inline void mrc_embed_note_post(void)
+{
+	if (mrc_embed_poll_fn != NULL)
+		atomic_store_explicit(&mrc_embed_posts,
+				      atomic_load_explicit(&mrc_embed_posts,
+							   memory_order_relaxed) + 1,
+				      memory_order_relaxed);
+}
 
 enum mrc_obj_type { MRC_OBJ_BUF = 1, MRC_OBJ_PD, MRC_OBJ_MR, MRC_OBJ_CQ, MRC_OBJ_QP, MRC_OBJ_SRQ };
 

@@ -344,6 +344,7 @@ static int sq_write(struct mrc_qp *qp, const struct mr_send_wr *wr)
 static void publish(struct mrc_qp *qp, struct mrc_ring_hdr *r, uint32_t prod)
 {
 	mrc_ring_publish(r, prod);
+	mrc_embed_note_post();
 	if (qp->o.s->db_asym)
 		mrc_db_ring_asym(qp->o.s->db, qp->db_slot);
 	else if (qp->o.s->db != NULL)

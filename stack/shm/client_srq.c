@@ -113,6 +113,7 @@ int mrc_post_srq_recv(struct mrc_srq *q, const struct mr_recv_wr *wr)
 	memcpy(e->sge, wr->sg_list, sizeof(struct mr_sge) * wr->num_sge);
 	q->prod++;
 	mrc_ring_publish(q->ring, q->prod);
+	mrc_embed_note_post();
 	return 0;
 }
 
