@@ -538,9 +538,12 @@ mr_embed_run() {
 		prec=$!
 	fi
 	t0=$(date +%s.%N)
-	{ TIMEFORMAT='%U %S'; time "${pa[@]}" timeout 120 "$bdir/apps/mrperf/mrperf" "$t" "$@" \
+	# In a subshell: bash's time reports its children's rusage, and in this shell that
+	# included the server's whenever the server ended (and was reaped) before the client
+	# ("client 197 %" on a client thread at 98 %).
+	( TIMEFORMAT='%U %S'; time "${pa[@]}" timeout 120 "$bdir/apps/mrperf/mrperf" "$t" "$@" \
 		-p $MR_PORT --report_gbits --json "$work/$key.json" 127.0.0.1 \
-		> "$work/$key-client.log" 2>&1; echo $? > "$work/$key.rc"; } 2> "$work/$key.time"
+		> "$work/$key-client.log" 2>&1; echo $? > "$work/$key.rc" ) 2> "$work/$key.time"
 	t1=$(date +%s.%N)
 	[ -n "$prec" ] && { kill -INT "$prec"; wait "$prec" 2>/dev/null; }
 	wait "$job" 2>/dev/null
