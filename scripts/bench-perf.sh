@@ -201,7 +201,7 @@ memif_rate() { # SIZE [SFX]; a sink that measured nothing (seen 1 run in 50: the
 	put "memif.cpu_$size$sfx" "\"$(echo "$sh" | head -1 | sed 's/ *$//')\""
 	echo "  $(grep '^memif sink' "$work/mb-sink-$size$sfx.log"); CPU $(echo "$sh" | head -1)"
 	# memif_pingpong times with CLOCK_MONOTONIC and says when the TSC ran at another rate
-	# than DPDK's calibration (seen on this host: docs/performance.md, session 12).
+	# than DPDK's calibration (seen on this host: docs/performance-history.md, session 12).
 	grep '^TSC:' "$work/mb-sink-$size$sfx.log" | sed 's/^/    sink /'
 }
 
@@ -341,7 +341,7 @@ da= db=
 # Light-load sleep of the bulk runs at IB MTU 4096 ([engine] load_sleep_max_us; 0 = busy
 # polling, as every other run). 100 us since 2026-12-04 (was 50): write_per_core_vs_tcp
 # 1.93-2.74 (median 2.16, 6 quick runs) against 1.96-2.19 with 50 us in the same hour; with
-# 200 us the goodput fell to 23-27 Gb/s in three runs of four (docs/performance.md, session 11).
+# 200 us the goodput fell to 23-27 Gb/s in three runs of four (docs/performance-history.md, session 11).
 BULK_SLEEP_US=${BENCH_LOAD_SLEEP_US:-100}
 mr_start() { # [MTU [SLEEP]]: the port's mtu (1500: IB MTU 1024; JUMBO_MTU: 4096 in JUMBO_BSIZE
 	# buffers); the engines' load_sleep_max_us (default 0)
