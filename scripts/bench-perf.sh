@@ -409,6 +409,19 @@ mr_stop() {
 # With mr_embed=1 there are no daemons: each mrperf runs the engine in its own thread
 # ($METAROCE_ENGINE, apps/metaroced/embed.c; configs e_a/e_b.conf pin it to CPU a / b), and the
 # CPU share is that of the two mrperf processes (app and engine together).
+# BENCH_PERF_RECORD=1: `perf record -a -g` over one metaroce client run, into KEY.perf.data.
+# perf_rec_start KEY prints the recorder's PID (nothing when off); perf_rec_stop PID ends it.
+perf_rec_start() {
+	[ "${BENCH_PERF_RECORD:-0}" = 1 ] || return 0
+	perf record -a -g -q -o "$work/$1.perf.data" > "$work/$1.perf.log" 2>&1 < /dev/null &
+	echo $!
+}
+perf_rec_stop() {
+	[ -n "$1" ] || return 0
+	kill -INT "$1"
+	# not our child when started in $(...): wait for it by its PID
+	while kill -0 "$1" 2>/dev/null; do sleep 0.1; done
+}
 mr_pin= mr_embed=0
 mr_run() {
 	local key=$1 t=$2 srv rc t0 t1 s0 s1 n pa=() pb=() sa=(--sock "$work/a.sock") sb=(--sock "$work/b.sock")
@@ -451,15 +464,12 @@ mr_run() {
 	t0=$(date +%s.%N)
 	s0=$(sys_snap)
 	cpu_snap $da $db > "$work/s1"
-	local prec=
-	if [ "${BENCH_PERF_RECORD:-0}" = 1 ]; then
-		perf record -a -g -q -o "$work/$key.perf.data" > "$work/$key.perf.log" 2>&1 &
-		prec=$!
-	fi
+	local prec
+	prec=$(perf_rec_start "$key")
 	"${pa[@]}" timeout 120 "$bdir/apps/mrperf/mrperf" "$t" "$@" -p $MR_PORT --report_gbits \
 		--sock "$work/a.sock" --json "$work/$key.json" 127.0.0.1 > "$work/$key-client.log" 2>&1
 	rc=$?
-	[ -n "$prec" ] && { kill -INT "$prec"; wait "$prec" 2>/dev/null; }
+	perf_rec_stop "$prec"
 	cpu_snap $da $db > "$work/s2"
 	s1=$(sys_snap)
 	t1=$(date +%s.%N)
@@ -532,11 +542,8 @@ mr_embed_run() {
 	local key=$1 t=$2 job=$3 rc t0 t1
 	shift 3
 	for _ in $(seq 1 100); do [ -S "$work/emb-memif.sock" ] && break; sleep 0.05; done
-	local prec=
-	if [ "${BENCH_PERF_RECORD:-0}" = 1 ]; then
-		perf record -a -g -q -o "$work/$key.perf.data" > "$work/$key.perf.log" 2>&1 &
-		prec=$!
-	fi
+	local prec
+	prec=$(perf_rec_start "$key")
 	t0=$(date +%s.%N)
 	# In a subshell: bash's time reports its children's rusage, and in this shell that
 	# included the server's whenever the server ended (and was reaped) before the client
@@ -545,7 +552,7 @@ mr_embed_run() {
 		-p $MR_PORT --report_gbits --json "$work/$key.json" 127.0.0.1 \
 		> "$work/$key-client.log" 2>&1; echo $? > "$work/$key.rc" ) 2> "$work/$key.time"
 	t1=$(date +%s.%N)
-	[ -n "$prec" ] && { kill -INT "$prec"; wait "$prec" 2>/dev/null; }
+	perf_rec_stop "$prec"
 	wait "$job" 2>/dev/null
 	rc=$(cat "$work/$key.rc")
 	if [ "$rc" != 0 ] || [ ! -s "$work/$key.json" ]; then

@@ -23,11 +23,14 @@ int mrc_embed_open(const char **sock);
  * over the engine when this stops moving. A plain increment, no locked add: the helper needs
  * to see a change, and one lost among several polling threads still is one. */
 extern _Atomic uint64_t mrc_embed_polls;
+static inline void mrc_embed_bump(_Atomic uint64_t *c)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+}
 static inline void mrc_embed_note_poll(void)
 {
-	atomic_store_explicit(&mrc_embed_polls,
-			      atomic_load_explicit(&mrc_embed_polls, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
+	mrc_embed_bump(&mrc_embed_polls);
 }
 /* The app posted (every SQ, RQ and SRQ publish) while an engine runs in this process: its
  * idle polls skip the engine's transmit half until this moves (apps/metaroced/embed.c). The
@@ -36,10 +39,7 @@ extern _Atomic uint64_t mrc_embed_posts;
 static inline void mrc_embed_note_post(void)
 {
 	if (mrc_embed_poll_fn != NULL)
-		atomic_store_explicit(&mrc_embed_posts,
-				      atomic_load_explicit(&mrc_embed_posts,
-							   memory_order_relaxed) + 1,
-				      memory_order_relaxed);
+		mrc_embed_bump(&mrc_embed_posts);
 }
 
 enum mrc_obj_type { MRC_OBJ_BUF = 1, MRC_OBJ_PD, MRC_OBJ_MR, MRC_OBJ_CQ, MRC_OBJ_QP, MRC_OBJ_SRQ };
