@@ -34,6 +34,9 @@
 #define BG_ACTIVE_POLLS 64 /* app polls per BG_CHECK_US below which the helper serves */
 #define BG_BACK_POLLS 8  /* app polls during one served batch and nap that end the serving */
 #define CTL_PERIOD_NS 200000ull /* control requests while the app polls (engine.c) */
+/* After the app's last kick (a control request of its own, an event wait) the helper looks for
+ * control requests on every iteration for this long, and then by the clock (CTL_PERIOD_NS). */
+#define KICK_CTL_NS 1000000ull
 /* An idle app poll runs the rest of an iteration (shm rings, timers, transmit) at most this
  * often when nothing arrived, the app posted nothing and the last one found no work. */
 #define IDLE_REST_NS 1000ull
@@ -62,6 +65,7 @@ static atomic_bool g_bg_stop;
 static pthread_mutex_t g_bg_mu = PTHREAD_MUTEX_INITIALIZER; /* g_kick (the slow path only) */
 static pthread_cond_t g_bg_cv;
 static bool g_kick;                  /* the app is about to block: serve now */
+static _Atomic uint64_t g_kicks;     /* mrd_embed_kick's calls so far (bg_main compares) */
 static pthread_t g_bg;
 static bool g_started;
 static char *g_args;                 /* argv's strings (EAL keeps pointers into them) */
@@ -180,6 +184,7 @@ void mrd_embed_watch_posts(_Atomic uint64_t *app_posts)
 
 void mrd_embed_kick(void)
 {
+	atomic_fetch_add_explicit(&g_kicks, 1, memory_order_relaxed);
 	pthread_mutex_lock(&g_bg_mu);
 	g_kick = true;
 	pthread_cond_signal(&g_bg_cv);
@@ -198,7 +203,7 @@ static uint64_t app_polls(void)
 static void *bg_main(void *arg)
 {
 	struct mr_daemon *d = arg;
-	uint64_t mark = app_polls(), p;
+	uint64_t mark = app_polls(), p, kicks_seen = 0, kicked_at = 0;
 	bool serving = false;
 
 	while (!atomic_load_explicit(&g_bg_stop, memory_order_relaxed)) {
@@ -213,14 +218,31 @@ static void *bg_main(void *arg)
 			continue;
 		}
 		if (try_take()) {
-			/* First an iteration without control requests: the timers that came due
-			 * while the app did not poll (a delayed ACK, RC_DELAYED_ACK_NS) fire and
-			 * their frames leave before a request such as a QP's destroy, which the
-			 * app sends right after its last completion, can drop them (the peer then
-			 * retried into a closed port: RETRY_EXC_ERR in mr_xfer's initiator). */
-			g_loop.next_ctl = mr_now_ns() + CTL_PERIOD_NS;
-			work += iter_locked(d);
-			g_loop.ctl_now = true; /* the app may be blocked in a control request */
+			uint64_t now = mr_now_ns(), k;
+
+			k = atomic_load_explicit(&g_kicks, memory_order_relaxed);
+			if (k != kicks_seen) {
+				kicks_seen = k;
+				kicked_at = now;
+			}
+			/* The app kicked us lately: it may be blocked in a control request, which
+			 * is then served on every iteration. Otherwise (a passive app, blocked on
+			 * its own socket or in a sleep, that kicked long ago) by the clock, as
+			 * while the app polls: the socket check is a system call (epoll_wait),
+			 * and on every iteration it was a fifth of a passive write_bw server's
+			 * helper (perf), the receiving side of a message-rate run. */
+			if (now - kicked_at < KICK_CTL_NS) {
+				/* First an iteration without control requests: the timers that
+				 * came due while the app did not poll (a delayed ACK,
+				 * RC_DELAYED_ACK_NS) fire and their frames leave before a
+				 * request such as a QP's destroy, which the app sends right
+				 * after its last completion, can drop them (the peer then
+				 * retried into a closed port: RETRY_EXC_ERR in mr_xfer's
+				 * initiator). */
+				g_loop.next_ctl = now + CTL_PERIOD_NS;
+				work += iter_locked(d);
+				g_loop.ctl_now = true;
+			}
 			for (i = 0; i < BG_BATCH; i++)
 				work += iter_locked(d);
 			g_loop.ctl_now = false;
