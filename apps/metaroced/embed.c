@@ -62,10 +62,10 @@ static _Atomic uint64_t *g_app_polls;
 static _Atomic uint64_t *g_app_posts;
 static uint64_t g_posts_seen, g_last_rest;
 static atomic_bool g_bg_stop;
-static pthread_mutex_t g_bg_mu = PTHREAD_MUTEX_INITIALIZER; /* g_kick (the slow path only) */
+static pthread_mutex_t g_bg_mu = PTHREAD_MUTEX_INITIALIZER; /* g_kicks' writes (slow path) */
 static pthread_cond_t g_bg_cv;
-static bool g_kick;                  /* the app is about to block: serve now */
-static _Atomic uint64_t g_kicks;     /* mrd_embed_kick's calls so far (bg_main compares) */
+/* The app's kicks so far (it is about to block: serve now); the helper compares its count. */
+static _Atomic uint64_t g_kicks;
 static pthread_t g_bg;
 static bool g_started;
 static char *g_args;                 /* argv's strings (EAL keeps pointers into them) */
@@ -154,12 +154,21 @@ static unsigned int poll_locked(struct mr_daemon *d)
 	return work;
 }
 
+/* Whether the app kicked the helper since *seen (which then catches up). */
+static bool took_kick(uint64_t *seen)
+{
+	uint64_t k = atomic_load_explicit(&g_kicks, memory_order_relaxed);
+	bool kicked = k != *seen;
+
+	*seen = k;
+	return kicked;
+}
+
 /* The helper's wait while the app polls: BG_CHECK_US, or less if the app kicks it (it is about
  * to block: mrc_req_notify_cq before an event wait, a control request). True if kicked. */
-static bool wait_kick(void)
+static bool wait_kick(uint64_t *seen)
 {
 	struct timespec ts;
-	bool kicked;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ts.tv_nsec += BG_CHECK_US * 1000L;
@@ -168,12 +177,10 @@ static bool wait_kick(void)
 		ts.tv_nsec -= 1000000000L;
 	}
 	pthread_mutex_lock(&g_bg_mu);
-	if (!g_kick)
+	if (atomic_load_explicit(&g_kicks, memory_order_relaxed) == *seen)
 		pthread_cond_timedwait(&g_bg_cv, &g_bg_mu, &ts);
-	kicked = g_kick;
-	g_kick = false;
 	pthread_mutex_unlock(&g_bg_mu);
-	return kicked;
+	return took_kick(seen);
 }
 
 void mrd_embed_watch_posts(_Atomic uint64_t *app_posts)
@@ -184,9 +191,8 @@ void mrd_embed_watch_posts(_Atomic uint64_t *app_posts)
 
 void mrd_embed_kick(void)
 {
-	atomic_fetch_add_explicit(&g_kicks, 1, memory_order_relaxed);
 	pthread_mutex_lock(&g_bg_mu);
-	g_kick = true;
+	atomic_fetch_add_explicit(&g_kicks, 1, memory_order_relaxed);
 	pthread_cond_signal(&g_bg_cv);
 	pthread_mutex_unlock(&g_bg_mu);
 }
@@ -210,21 +216,20 @@ static void *bg_main(void *arg)
 		unsigned int work = 0, i;
 
 		if (!serving) {
-			bool kicked = wait_kick();
+			bool kicked = wait_kick(&kicks_seen);
 
+			if (kicked)
+				kicked_at = mr_now_ns();
 			p = app_polls();
 			serving = kicked || p - mark < BG_ACTIVE_POLLS;
 			mark = p;
 			continue;
 		}
 		if (try_take()) {
-			uint64_t now = mr_now_ns(), k;
+			uint64_t now = mr_now_ns();
 
-			k = atomic_load_explicit(&g_kicks, memory_order_relaxed);
-			if (k != kicks_seen) {
-				kicks_seen = k;
+			if (took_kick(&kicks_seen))
 				kicked_at = now;
-			}
 			/* The app kicked us lately: it may be blocked in a control request, which
 			 * is then served on every iteration. Otherwise (a passive app, blocked on
 			 * its own socket or in a sleep, that kicked long ago) by the clock, as

@@ -560,15 +560,16 @@ int mr_perf_bw_client(struct mr_perf_ctx *c, uint64_t size, struct mr_pt_bw_repo
 
 				for (unsigned k = 0; k < list; k++) {
 					uint64_t n = scnt[i] + k + 1;
+					bool sig = n == next_sig[i];
 
 					if (built_for != i)
 						retarget_wr(c, q, &wrs[k]);
 					wrs[k].wr_id = i;
 					/* signal one in cq_mod, and the last one (perftest's cq
 					 * moderation; with -l, cq_mod is the list size) */
-					wrs[k].send_flags = n == next_sig[i] || n == iters ?
-							    flags | MR_SEND_SIGNALED : flags;
-					if (n == next_sig[i])
+					wrs[k].send_flags = sig || n == iters ? flags | MR_SEND_SIGNALED
+									      : flags;
+					if (sig)
 						next_sig[i] += a->cq_mod;
 					if (!dur)
 						posted[gpost + k] = ts;
