@@ -200,6 +200,26 @@ static void load_sleep(struct mr_daemon *d, struct mr_engine_loop *l, unsigned i
 	}
 }
 
+/* An idle engine about to yield its CPU may not get it back for a scheduler turn of the app it
+ * yields to (tens of microseconds on a shared CPU), longer than the responder's delayed ACK
+ * (RC_DELAYED_ACK_NS): the ACKs it owes go now. Acknowledging earlier than the coalescing rule
+ * would is always allowed (IBA 9.7.5.1.2: an ACK covers every PSN before it). Without this, a
+ * posting app that shares the CPU finds its window short of what this engine received but had
+ * not yet acknowledged, and its next turn posts less: the turns on that CPU shrink and the
+ * switches between them grow in share. */
+#define YIELD_ACK_NS 5000u /* covers the transport's 4 us delayed ACK from a run's last packet */
+
+static void yield_acked(struct mr_daemon *d)
+{
+	uint64_t now = mr_now_ns();
+
+	if (mr_ctx_ack_early(d->ctx, now + YIELD_ACK_NS) == 0)
+		return;
+	mr_engine_tx_transport(d, now, MR_TX_BUDGET);
+	mr_dpdk_port_tx_flush(d->port, 0);
+	d->tx_pending = mr_dpdk_port_tx_backlog(d->port, 0) > 0;
+}
+
 /* The control thread asked for a snapshot of this shard's counters (daemon.h). */
 static void serve_snapshot(struct mr_daemon *d)
 {
@@ -417,6 +437,7 @@ int mr_engine_run(struct mr_daemon *d)
 			 * same CPU: yield it while idle. Alone on its CPU, sched_yield() returns at
 			 * once (well under a microsecond per idle iteration). */
 			if (l.idle >= MR_YIELD_SPINS && d->idle_yield) {
+				yield_acked(d);
 				d->st.idle_yields++;
 				sched_yield();
 			}

@@ -518,6 +518,58 @@ static void test_path_mtu_above_port(void **state)
 	assert_int_equal(errno, EINVAL);
 }
 
+/* mr_ctx_ack_early (an engine about to sleep or yield its CPU): the delayed ACK owed for a run
+ * without AckReq goes at once when its deadline falls before `until`, covering the run's last
+ * PSN (IBA 9.7.5.1.2), and not when it falls after; with nothing owed it does nothing. */
+static void test_ack_early(void **state)
+{
+	struct tw_cfg c;
+	struct tw *w;
+	uint8_t src[2048], dst[2048];
+	struct mr_memreg *ms, *md;
+	struct mr_send_wr wr;
+	struct mr_wc wc;
+
+	(void)state;
+	tw_default_cfg(&c);
+	c.mtu = 1024;
+	w = tw_create(&c);
+	tw_fill(src, sizeof(src), 5);
+	ms = tw_reg(w, 0, src, sizeof(src), 0);
+	md = tw_reg(w, 1, dst, sizeof(dst), MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE);
+	wr = tw_wr(11, MR_WR_RDMA_WRITE, src, 2048, ms);
+	wr.rdma.remote_addr = (uint64_t)(uintptr_t)dst;
+	wr.rdma.rkey = mr_memreg_rkey(md);
+	tw_post_send(w, 0, &wr);
+	assert_true(tw_step(w, 0));        /* WRITE FIRST, no AckReq: B owes a delayed ACK */
+	assert_int_equal(w->log[0][0].opcode, MR_OP_RC_WRITE_FIRST);
+	assert_false(w->log[0][0].ackreq);
+	assert_false(tw_step(w, 1));       /* held by the timer */
+	/* Its deadline (4 us) is after `until`: nothing yet. */
+	assert_int_equal(mr_ctx_ack_early(w->s[1].ctx, w->now + 1000), 0);
+	assert_false(tw_step(w, 1));
+	/* Before `until`: sent now, the clock standing still. */
+	assert_int_equal(mr_ctx_ack_early(w->s[1].ctx, w->now + 5000), 1);
+	assert_true(tw_step(w, 1));
+	assert_false(tw_step(w, 1));
+	assert_int_equal(w->log[1][0].opcode, MR_OP_RC_ACK);
+	assert_int_equal(w->log[1][0].psn, w->log[0][0].psn);
+	assert_int_equal(w->log[1][0].aeth.syndrome & MR_AETH_TYPE_MASK, MR_AETH_ACK);
+	assert_int_equal(w->log[1][0].aeth.msn, 0); /* the message is not complete */
+	/* Owed once: a second call finds nothing, and the timer does not fire it again. */
+	assert_int_equal(mr_ctx_ack_early(w->s[1].ctx, w->now + 5000), 0);
+	w->now += 10000;
+	mr_ctx_on_timer(w->s[1].ctx, w->now);
+	assert_false(tw_step(w, 1));
+	/* The rest of the message completes as usual. */
+	tw_pump(w, true, 0);
+	tw_poll(w->s[0].scq, 1, &wc);
+	assert_int_equal(wc.status, MR_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 11);
+	assert_memory_equal(dst, src, 2048);
+	tw_destroy(w);
+}
+
 /* A QP destroyed before the engine sent the ACK it owed still gets it out (rc_qp.c
  * rc_qp_parting_ack): queued (a SEND with AckReq, its receive completed) and held by the
  * delayed-ACK timer (a WRITE FIRST without AckReq). The requester completes, or advances, with
@@ -614,6 +666,7 @@ int main(void)
 		cmocka_unit_test(test_read_beyond_psn_space),
 		cmocka_unit_test(test_path_mtu_above_port),
 		cmocka_unit_test(test_destroy_sends_owed_ack),
+		cmocka_unit_test(test_ack_early),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
