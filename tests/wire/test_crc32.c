@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -153,6 +155,49 @@ static void test_or64(void **state)
 	}
 }
 
+/* or64 on a stream that starts at a page's first byte after an inaccessible page, and on one
+ * that ends at its page's last byte before another: no path reads outside the stream (the
+ * VPCLMUL one reads its first block from before p, masked: AVX-512 masked loads neither touch
+ * nor fault on masked bytes). */
+static void test_or64_page_edges(void **state)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint8_t *map, *page, mask[64], ref[MAXLEN];
+
+	(void)state;
+	assert_true(pg >= 4096);
+	map = mmap(NULL, (size_t)pg * 3, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(map != MAP_FAILED);
+	page = map + pg;
+	assert_int_equal(mprotect(map, (size_t)pg, PROT_NONE), 0);
+	assert_int_equal(mprotect(page + pg, (size_t)pg, PROT_NONE), 0);
+	fill_random(page, (size_t)pg);
+	for (int k = 0; k < 64; k++)
+		mask[k] = (uint8_t)(k % 5 ? 0 : 0xff);
+	for (int i = 0; i < MR_CRC32_NR_IMPLS; i++) {
+		const struct mr_crc32_ops *ops = mr_crc32_impl_ops((enum mr_crc32_impl)i);
+
+		if (!ops)
+			continue;
+		for (size_t len = 16; len <= 4096 && len <= (size_t)pg; len++) {
+			const uint8_t *at[2] = { page, page + pg - len };
+
+			for (int e = 0; e < 2; e++) {
+				uint32_t seed = (uint32_t)rnd();
+
+				memcpy(ref, at[e], len);
+				for (size_t k = 0; k < 64 && k < len; k++)
+					ref[k] |= mask[k];
+				if (~ops->or64(~seed, mask, at[e], len) != ref_crc(seed, ref, len))
+					fail_msg("%s or64 at the page's %s: len %zu",
+						 mr_crc32_impl_name((enum mr_crc32_impl)i),
+						 e ? "end" : "start", len);
+			}
+		}
+	}
+	munmap(map, (size_t)pg * 3);
+}
+
 /* Chaining the public API over random pieces, with the selected path switched between pieces:
  * the register is the same whichever path computed a piece. */
 static void test_chain_mixed(void **state)
@@ -264,6 +309,7 @@ int main(void)
 		cmocka_unit_test(test_all_lengths),
 		cmocka_unit_test(test_copy),
 		cmocka_unit_test(test_or64),
+		cmocka_unit_test(test_or64_page_edges),
 		cmocka_unit_test(test_chain_mixed),
 		cmocka_unit_test(test_select),
 		cmocka_unit_test(test_icrc_paths),
