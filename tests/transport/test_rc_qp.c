@@ -518,32 +518,42 @@ static void test_path_mtu_above_port(void **state)
 	assert_int_equal(errno, EINVAL);
 }
 
+/* A pair at IB MTU 1024 whose A has sent the first packet of a 2-packet WRITE of src into dst
+ * (WRITE FIRST, no AckReq): B owes the delayed ACK its timer holds. */
+static struct tw *tw_held_write(uint8_t *src, uint8_t *dst, uint64_t wr_id)
+{
+	struct tw_cfg c;
+	struct tw *w;
+	struct mr_memreg *ms, *md;
+	struct mr_send_wr wr;
+
+	tw_default_cfg(&c);
+	c.mtu = 1024;
+	w = tw_create(&c);
+	ms = tw_reg(w, 0, src, 2048, 0);
+	md = tw_reg(w, 1, dst, 2048, MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE);
+	wr = tw_wr(wr_id, MR_WR_RDMA_WRITE, src, 2048, ms);
+	wr.rdma.remote_addr = (uint64_t)(uintptr_t)dst;
+	wr.rdma.rkey = mr_memreg_rkey(md);
+	tw_post_send(w, 0, &wr);
+	assert_true(tw_step(w, 0));
+	assert_int_equal(w->log[0][0].opcode, MR_OP_RC_WRITE_FIRST);
+	assert_false(w->log[0][0].ackreq);
+	return w;
+}
+
 /* mr_ctx_ack_early (an engine about to sleep or yield its CPU): the delayed ACK owed for a run
  * without AckReq goes at once when its deadline falls before `until`, covering the run's last
  * PSN (IBA 9.7.5.1.2), and not when it falls after; with nothing owed it does nothing. */
 static void test_ack_early(void **state)
 {
-	struct tw_cfg c;
 	struct tw *w;
 	uint8_t src[2048], dst[2048];
-	struct mr_memreg *ms, *md;
-	struct mr_send_wr wr;
 	struct mr_wc wc;
 
 	(void)state;
-	tw_default_cfg(&c);
-	c.mtu = 1024;
-	w = tw_create(&c);
 	tw_fill(src, sizeof(src), 5);
-	ms = tw_reg(w, 0, src, sizeof(src), 0);
-	md = tw_reg(w, 1, dst, sizeof(dst), MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE);
-	wr = tw_wr(11, MR_WR_RDMA_WRITE, src, 2048, ms);
-	wr.rdma.remote_addr = (uint64_t)(uintptr_t)dst;
-	wr.rdma.rkey = mr_memreg_rkey(md);
-	tw_post_send(w, 0, &wr);
-	assert_true(tw_step(w, 0));        /* WRITE FIRST, no AckReq: B owes a delayed ACK */
-	assert_int_equal(w->log[0][0].opcode, MR_OP_RC_WRITE_FIRST);
-	assert_false(w->log[0][0].ackreq);
+	w = tw_held_write(src, dst, 11);
 	assert_false(tw_step(w, 1));       /* held by the timer */
 	/* Its deadline (4 us) is after `until`: nothing yet. */
 	assert_int_equal(mr_ctx_ack_early(w->s[1].ctx, w->now + 1000), 0);
@@ -616,16 +626,7 @@ static void test_destroy_sends_owed_ack(void **state)
 	tw_destroy(w);
 
 	/* Held by the delayed-ACK timer: only the FIRST of a 2-packet WRITE arrived. */
-	w = tw_create(&c);
-	ms = tw_reg(w, 0, src, sizeof(src), 0);
-	md = tw_reg(w, 1, dst, sizeof(dst), MR_ACCESS_LOCAL_WRITE | MR_ACCESS_REMOTE_WRITE);
-	wr = tw_wr(7, MR_WR_RDMA_WRITE, src, 2048, ms);
-	wr.rdma.remote_addr = (uint64_t)(uintptr_t)dst;
-	wr.rdma.rkey = mr_memreg_rkey(md);
-	tw_post_send(w, 0, &wr);
-	assert_true(tw_step(w, 0));
-	assert_int_equal(w->log[0][0].opcode, MR_OP_RC_WRITE_FIRST);
-	assert_false(w->log[0][0].ackreq);
+	w = tw_held_write(src, dst, 7);
 	n0 = w->sent[1];
 	assert_int_equal(n0, 0);           /* no ACK yet: the timer holds it */
 	assert_int_equal(mr_qp_destroy(w->s[1].qp), 0);
