@@ -158,6 +158,20 @@ static uint32_t sleep_bounded(const struct mr_daemon *d, uint32_t us)
 	return (uint32_t)((due - now + 999) / 1000);
 }
 
+/* Build and send now what the transport has (ACKs that mr_ctx_ack_early released). Only the
+ * shard that owns the port (shard 0, or the only one) hands frames to the PMD; another shard's
+ * go to its tx ring, which shard 0 drains (shard.c), and it has no port (d->port NULL). True if
+ * the PMD left frames waiting. */
+static bool send_now(struct mr_daemon *d)
+{
+	mr_engine_tx_transport(d, mr_now_ns(), MR_TX_BUDGET);
+	if (d->port == NULL)
+		return false;
+	mr_dpdk_port_tx_flush(d->port, 0);
+	d->tx_pending = mr_dpdk_port_tx_backlog(d->port, 0) > 0;
+	return d->tx_pending;
+}
+
 /* Light-load sleep ([engine] load_sleep_max_us; OVS-DPDK's pmd-sleep-max has the same aim): an
  * engine that keeps up with its load sleeps between iterations and gives its CPU back for the
  * rest. Each sleep costs a system call, a timer and a wake-up: about 10 us of CPU on this
@@ -185,13 +199,9 @@ static void load_sleep(struct mr_daemon *d, struct mr_engine_loop *l, unsigned i
 		return;
 	/* The responder's delayed ACK (4 us after a run's last packet) would cut every sleep
 	 * short: the ACKs it would send during the sleep go now instead. */
-	if (mr_ctx_ack_early(d->ctx, mr_now_ns() + (uint64_t)l->nap_us * 1000) > 0) {
-		mr_engine_tx_transport(d, mr_now_ns(), MR_TX_BUDGET);
-		mr_dpdk_port_tx_flush(d->port, 0);
-		d->tx_pending = mr_dpdk_port_tx_backlog(d->port, 0) > 0;
-		if (d->tx_pending)
-			return;
-	}
+	if (mr_ctx_ack_early(d->ctx, mr_now_ns() + (uint64_t)l->nap_us * 1000) > 0 &&
+	    send_now(d))
+		return;
 	us = sleep_bounded(d, l->nap_us);
 	if (us > 0) {
 		d->st.load_sleeps++;
@@ -213,11 +223,8 @@ static void yield_acked(struct mr_daemon *d)
 {
 	uint64_t now = mr_now_ns();
 
-	if (mr_ctx_ack_early(d->ctx, now + YIELD_ACK_NS) == 0)
-		return;
-	mr_engine_tx_transport(d, now, MR_TX_BUDGET);
-	mr_dpdk_port_tx_flush(d->port, 0);
-	d->tx_pending = mr_dpdk_port_tx_backlog(d->port, 0) > 0;
+	if (mr_ctx_ack_early(d->ctx, now + YIELD_ACK_NS) > 0)
+		(void)send_now(d);
 }
 
 /* The control thread asked for a snapshot of this shard's counters (daemon.h). */

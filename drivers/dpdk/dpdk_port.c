@@ -572,7 +572,7 @@ unsigned int mr_dpdk_port_tx_backlog(const struct mr_dpdk_port *port, uint16_t q
 
 uint16_t mr_dpdk_port_tx_flush(struct mr_dpdk_port *port, uint16_t q)
 {
-	if (unlikely(q >= port->nb_queues))
+	if (unlikely(port == NULL || q >= port->nb_queues))
 		return 0;
 	return txq_send(port, q);
 }
