@@ -158,17 +158,24 @@ static uint32_t sleep_bounded(const struct mr_daemon *d, uint32_t us)
 	return (uint32_t)((due - now + 999) / 1000);
 }
 
-/* Build and send now what the transport has (ACKs that mr_ctx_ack_early released). Only the
- * shard that owns the port (shard 0, or the only one) hands frames to the PMD; another shard's
- * go to its tx ring, which shard 0 drains (shard.c), and it has no port (d->port NULL). True if
- * the PMD left frames waiting. */
+/* Hand the port's queued frames to the PMD. d->tx_pending is set only where frames were
+ * queued on the port (engine_tx.c): a shard without the port (lcores > 1) sends through its tx
+ * ring, which shard 0 drains (shard.c), and never flushes. What the PMD did not take waits for
+ * the next call. */
+static void tx_flush_pending(struct mr_daemon *d)
+{
+	if (!d->tx_pending)
+		return;
+	mr_dpdk_port_tx_flush(d->port, 0);
+	d->tx_pending = mr_dpdk_port_tx_backlog(d->port, 0) > 0;
+}
+
+/* Build and send now what the transport has (ACKs that mr_ctx_ack_early released). True if the
+ * PMD left frames waiting. */
 static bool send_now(struct mr_daemon *d)
 {
 	mr_engine_tx_transport(d, mr_now_ns(), MR_TX_BUDGET);
-	if (d->port == NULL)
-		return false;
-	mr_dpdk_port_tx_flush(d->port, 0);
-	d->tx_pending = mr_dpdk_port_tx_backlog(d->port, 0) > 0;
+	tx_flush_pending(d);
 	return d->tx_pending;
 }
 
@@ -221,9 +228,7 @@ static void load_sleep(struct mr_daemon *d, struct mr_engine_loop *l, unsigned i
 
 static void yield_acked(struct mr_daemon *d)
 {
-	uint64_t now = mr_now_ns();
-
-	if (mr_ctx_ack_early(d->ctx, now + YIELD_ACK_NS) > 0)
+	if (mr_ctx_ack_early(d->ctx, mr_now_ns() + YIELD_ACK_NS) > 0)
 		(void)send_now(d);
 }
 
@@ -367,11 +372,7 @@ unsigned int mr_engine_iter_rest(struct mr_daemon *d, struct mr_engine_loop *l, 
 		work += mr_engine_impair_poll(d, now);
 	l->tx_got = mr_engine_tx_transport(d, now, MR_TX_BUDGET);
 	work += l->tx_got;
-	if (d->tx_pending) {
-		mr_dpdk_port_tx_flush(d->port, 0);
-		/* What the PMD did not take waits for the next iteration. */
-		d->tx_pending = mr_dpdk_port_tx_backlog(d->port, 0) > 0;
-	}
+	tx_flush_pending(d);
 	/* Completions the transport produced this iteration reach the apps' rings now,
 	 * not one idle sleep later. */
 	if (work > 0) {
