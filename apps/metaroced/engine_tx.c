@@ -275,6 +275,36 @@ static void build_for_io(struct mr_daemon *d, struct mr_path *path, const struct
 	mr_shard_tx_ring(d, m);
 }
 
+/* A packet to a peer on the port, its headers from the QP's prebuilt template: no copy of the
+ * path, the destination MAC straight from the lookup. */
+static void tx_tmpl(struct mr_daemon *d, const struct mr_tx_pkt *pkt, uint64_t now)
+{
+	const uint8_t *gid = pkt->path->dgid;
+	struct rte_mbuf *m;
+	uint8_t mac[6] = { 0 };
+	int rc, len;
+
+	rc = lookup(d, gid, now, mac);
+	if (rc == 0 && d->nheld > 0 && peer_waits(d, gid))
+		rc = -EAGAIN;
+	m = rte_pktmbuf_alloc(d->txpool);
+	if (m == NULL) {
+		d->st.tx_nombuf++; /* lost: the requester's ACK timeout recovers it */
+		return;
+	}
+	len = mr_frame_build_tmpl(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m),
+				  pkt->tmpl, mac, pkt->udp_sport, d->ip_id++, &pkt->hdr, pkt->iov,
+				  pkt->niov);
+	if (len < 0) {
+		rte_pktmbuf_free(m);
+		d->st.tx_build_err++;
+		return;
+	}
+	m->data_len = (uint16_t)len;
+	m->pkt_len = (uint32_t)len;
+	route(d, m, gid, rc, now);
+}
+
 unsigned int mr_engine_tx_transport(struct mr_daemon *d, uint64_t now, unsigned int budget)
 {
 	unsigned int n, room;
@@ -307,12 +337,16 @@ unsigned int mr_engine_tx_transport(struct mr_daemon *d, uint64_t now, unsigned 
 		 * bytes from a struct copied with vector stores a moment before missed the store
 		 * forwarding (4-5 % of the sending engine's cycles at 8-byte WRITEs, perf). */
 		local = d->tx_ring == NULL && mr_backend_is_local_gid(d->be, pkt.path->dgid);
+		d->st.tx_roce++;
+		if (pkt.tmpl != NULL && !local && d->tx_ring == NULL) {
+			tx_tmpl(d, &pkt, now);
+			continue;
+		}
 		path = *pkt.path;
 		/* MetaRoCE sprays: the transport picks the entropy (UDP source port, A17.3.3) per
 		 * packet; plain RC leaves it 0 and the path's fixed per-QP port is used. */
 		if (pkt.udp_sport != 0)
 			path.udp_sport = pkt.udp_sport;
-		d->st.tx_roce++;
 		if (d->tx_ring != NULL) {
 			build_for_io(d, &path, &pkt);
 			continue;

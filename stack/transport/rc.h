@@ -162,6 +162,9 @@ uint32_t mr_srq_count(const struct mr_srq *srq); /* receives posted and not yet 
  * until the next call into this ctx. */
 struct mr_tx_pkt {
 	const struct mr_path *path;
+	/* path's headers prebuilt, for mr_frame_build_tmpl (then the frame's bytes are those
+	 * mr_frame_build gives from path); NULL: build from path. */
+	const struct mr_hdr_tmpl *tmpl;
 	struct mr_roce_hdrs hdr;
 	struct mr_iov iov[MR_MAX_SGE + 1];
 	unsigned int niov;

@@ -449,6 +449,7 @@ static int rc_serve(struct rc_link *list, uint32_t *streak, bool resp, uint64_t 
 				*streak = 0;
 			rc_list_add_tail(list, l);
 		}
+		out->tmpl = out->path == &qp->attr.path && qp->tmpl.len != 0 ? &qp->tmpl : NULL;
 		qp->stats.tx_pkts++;
 		qp->stats.tx_bytes += out->paylen;
 		qp->stats.tx_op[rc_op_class(out->hdr.opcode)]++;
@@ -464,6 +465,7 @@ static void rc_parting_tx(struct mr_ctx *ctx, struct mr_tx_pkt *out)
 
 	ctx->parting_path = p->path; /* stays put while the caller builds the frame */
 	rc_resp_hdr(out, &ctx->parting_path, p->dqpn, p->psn, p->msn);
+	out->tmpl = NULL;
 	ctx->parting_head = (ctx->parting_head + 1) % RC_PARTING_MAX;
 	ctx->parting_n--;
 	ctx->stats.parting_acks++;

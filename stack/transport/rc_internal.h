@@ -235,6 +235,9 @@ struct mr_qp {
 	struct mr_cc cc;
 	struct mr_dcqcn_np np;
 	uint32_t qpn;
+	/* attr.path's L2..UDP headers prebuilt (mr_hdr_tmpl_init at every path change), handed
+	 * to the builder with each packet (mr_tx_pkt.tmpl). */
+	struct mr_hdr_tmpl tmpl;
 	struct mr_qp_init_attr init;
 	struct mr_qp_attr attr;
 	enum mr_qp_state state;

@@ -392,8 +392,12 @@ int mr_qp_modify(struct mr_qp *qp, const struct mr_qp_attr *a, uint32_t mask)
 		qp->attr.qp_access_flags = a->qp_access_flags;
 	if (mask & MR_QP_PKEY_INDEX)
 		qp->attr.pkey_index = a->pkey_index;
-	if (mask & MR_QP_PATH)
+	if (mask & MR_QP_PATH) {
 		qp->attr.path = a->path;
+		/* A path the builder refuses leaves the template empty (len 0): its packets are
+		 * then built from the path, and refused there, as before templates. */
+		(void)mr_hdr_tmpl_init(&qp->tmpl, &qp->attr.path);
+	}
 	if (mask & MR_QP_PATH_MTU)
 		qp->attr.path_mtu = a->path_mtu;
 	if (mask & MR_QP_DEST_QPN)

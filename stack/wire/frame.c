@@ -457,19 +457,19 @@ static void encode_hdrs(const struct mr_opcode_info *oi, uint8_t *bth,
 		mr_deth_set(bth + oi->offset[MR_HDR_DETH], h->deth.qkey, h->deth.sqpn);
 }
 
-int mr_frame_build(uint8_t *buf, uint32_t cap, const struct mr_path *path, uint16_t ip_id,
-		   const struct mr_roce_hdrs *hdr, const struct mr_iov *iov, unsigned int niov)
+/* What a frame of these headers and this payload needs, checked as the parser would check it:
+ * the opcode's table entry, the payload length and the pad. 0 or -EINVAL. */
+static int frame_plan(const struct mr_roce_hdrs *hdr, const struct mr_iov *iov, unsigned int niov,
+		      const struct mr_opcode_info **oip, uint32_t *paylenp, uint8_t *padp)
 {
 	const struct mr_opcode_info *oi;
-	uint32_t off, iphl, ulen, roce_len, total, paylen = 0;
-	uint8_t *ip, *udp, *bth, *p, padcnt;
+	uint32_t paylen = 0;
+	uint8_t padcnt;
 
-	if (!buf || !path || !hdr || (niov && !iov))
+	if (!hdr || (niov && !iov))
 		return -EINVAL;
 	oi = mr_opcode_info(hdr->opcode);
 	if (!oi || hdr->tver != 0 || hdr->dqpn > MR_BTH_QPN_MASK || hdr->psn > MR_PSN_MASK)
-		return -EINVAL;
-	if (path->ipv6 && path->flow_label > 0xfffff)
 		return -EINVAL;
 	/* MetaRoCE: version 1 only (0 = current), no reserved flag bits, 24-bit sack_base. */
 	if ((oi->mask & MR_MRETH_MASK) &&
@@ -489,14 +489,51 @@ int mr_frame_build(uint8_t *buf, uint32_t cap, const struct mr_path *path, uint1
 	/* Refuse what a receiver would drop (same rules as the parser). */
 	if (mr_opcode_check_len(oi, paylen, padcnt, hdr) != MR_PARSE_OK)
 		return -EINVAL;
+	*oip = oi;
+	*paylenp = paylen;
+	*padp = padcnt;
+	return 0;
+}
 
-	off = ETH_HLEN + (path->vlan ? VLAN_HLEN : 0);
-	iphl = path->ipv6 ? IPV6_HLEN : IPV4_HLEN;
-	roce_len = oi->length + paylen + padcnt + MR_ICRC_LEN;
-	ulen = UDP_HLEN + roce_len;
-	total = off + iphl + ulen;
-	if (total > cap)
-		return -ENOSPC;
+/* BTH, extension headers, payload, pad and ICRC (A17.3.3: over the masked IP/UDP headers and
+ * everything after them) at bth; ip is the frame's IP header. */
+static void frame_body(const uint8_t *ip, uint32_t iphl, bool ipv6, uint8_t *bth,
+		       const struct mr_opcode_info *oi, const struct mr_roce_hdrs *hdr,
+		       const struct mr_iov *iov, unsigned int niov, uint32_t paylen, uint8_t padcnt)
+{
+	uint32_t roce_len = oi->length + paylen + padcnt + MR_ICRC_LEN;
+	uint8_t *p = bth + oi->length;
+
+	encode_hdrs(oi, bth, hdr, padcnt);
+	if (paylen >= FUSED_COPY_MIN) {
+		/* Payload copied and folded into the ICRC in one pass (headers first, A17.3.3). */
+		uint32_t icrc = mr_icrc_calc(ip, iphl, ipv6, oi->length);
+
+		for (unsigned int i = 0; i < niov; i++) {
+			icrc = mr_crc32_copy(icrc, p, iov[i].base, iov[i].len);
+			p += iov[i].len;
+		}
+		memset(p, 0, padcnt);
+		mr_put_le32(bth + roce_len - MR_ICRC_LEN, mr_crc32(icrc, p, padcnt));
+		return;
+	}
+	for (unsigned int i = 0; i < niov; i++) {
+		if (iov[i].len)
+			memcpy(p, iov[i].base, iov[i].len);
+		p += iov[i].len;
+	}
+	memset(p, 0, padcnt);
+	mr_put_le32(bth + roce_len - MR_ICRC_LEN,
+		    mr_icrc_calc(ip, iphl, ipv6, roce_len - MR_ICRC_LEN));
+}
+
+/* Ethernet [802.1Q] / IP / UDP of path at buf (off: the IP header's offset), for a UDP datagram
+ * of ulen bytes. */
+static void write_l2_l4(uint8_t *buf, uint32_t off, const struct mr_path *path, uint16_t ip_id,
+			uint32_t ulen)
+{
+	uint32_t iphl = path->ipv6 ? IPV6_HLEN : IPV4_HLEN;
+	uint8_t *ip, *udp;
 
 	memcpy(buf, path->dmac, 6);
 	memcpy(buf + 6, path->smac, 6);
@@ -536,29 +573,107 @@ int mr_frame_build(uint8_t *buf, uint32_t cap, const struct mr_path *path, uint1
 	mr_put_be16(udp + 2, MR_ROCE_UDP_PORT);
 	mr_put_be16(udp + 4, (uint16_t)ulen);
 	mr_put_be16(udp + 6, 0); /* A17.3.1: UDP checksum 0, the ICRC protects the packet */
+}
 
-	bth = udp + UDP_HLEN;
-	encode_hdrs(oi, bth, hdr, padcnt);
-	p = bth + oi->length;
-	if (paylen >= FUSED_COPY_MIN) {
-		/* Payload copied and folded into the ICRC in one pass (headers first, A17.3.3). */
-		uint32_t icrc = mr_icrc_calc(ip, iphl, path->ipv6, oi->length);
+int mr_frame_build(uint8_t *buf, uint32_t cap, const struct mr_path *path, uint16_t ip_id,
+		   const struct mr_roce_hdrs *hdr, const struct mr_iov *iov, unsigned int niov)
+{
+	const struct mr_opcode_info *oi;
+	uint32_t off, iphl, ulen, total, paylen;
+	uint8_t padcnt;
+	int rc;
 
-		for (unsigned int i = 0; i < niov; i++) {
-			icrc = mr_crc32_copy(icrc, p, iov[i].base, iov[i].len);
-			p += iov[i].len;
-		}
-		memset(p, 0, padcnt);
-		mr_put_le32(bth + roce_len - MR_ICRC_LEN, mr_crc32(icrc, p, padcnt));
-		return (int)total;
+	if (!buf || !path)
+		return -EINVAL;
+	if (path->ipv6 && path->flow_label > 0xfffff)
+		return -EINVAL;
+	rc = frame_plan(hdr, iov, niov, &oi, &paylen, &padcnt);
+	if (rc)
+		return rc;
+	off = ETH_HLEN + (path->vlan ? VLAN_HLEN : 0);
+	iphl = path->ipv6 ? IPV6_HLEN : IPV4_HLEN;
+	ulen = UDP_HLEN + oi->length + paylen + padcnt + MR_ICRC_LEN;
+	total = off + iphl + ulen;
+	if (total > cap)
+		return -ENOSPC;
+	write_l2_l4(buf, off, path, ip_id, ulen);
+	frame_body(buf + off, iphl, path->ipv6, buf + off + iphl + UDP_HLEN, oi, hdr, iov, niov,
+		   paylen, padcnt);
+	return (int)total;
+}
+
+int mr_hdr_tmpl_init(struct mr_hdr_tmpl *t, const struct mr_path *path)
+{
+	uint32_t off;
+
+	if (t == NULL)
+		return -EINVAL;
+	memset(t, 0, sizeof(*t));
+	if (path == NULL || (path->ipv6 && path->flow_label > 0xfffff))
+		return -EINVAL; /* len 0: mr_frame_build_tmpl refuses it, as mr_frame_build would */
+	off = ETH_HLEN + (path->vlan ? VLAN_HLEN : 0);
+	/* Lengths, IPv4 id and checksum are patched per frame; written here as zero. */
+	write_l2_l4(t->b, off, path, 0, 0);
+	if (!path->ipv6) {
+		uint8_t *ip = t->b + off;
+
+		ip[2] = ip[3] = ip[10] = ip[11] = 0;
+		/* ipv4_csum_of's sum without the two words a frame changes (RFC 1071: the sum
+		 * is associative, so they are added per frame). */
+		t->csum_base = (0x45u << 8 | path->tclass) + IPV4_DF +
+			       ((uint32_t)path->ttl << 8 | IPPROTO_UDP_NUM) +
+			       mr_get_be16(path->sgid + 12) + mr_get_be16(path->sgid + 14) +
+			       mr_get_be16(path->dgid + 12) + mr_get_be16(path->dgid + 14);
 	}
-	for (unsigned int i = 0; i < niov; i++) {
-		if (iov[i].len)
-			memcpy(p, iov[i].base, iov[i].len);
-		p += iov[i].len;
+	t->ip_off = (uint8_t)off;
+	t->ipv6 = path->ipv6;
+	t->udp_sport = path->udp_sport;
+	t->len = (uint8_t)(off + (path->ipv6 ? IPV6_HLEN : IPV4_HLEN) + UDP_HLEN);
+	return 0;
+}
+
+int mr_frame_build_tmpl(uint8_t *buf, uint32_t cap, const struct mr_hdr_tmpl *t,
+			const uint8_t dmac[6], uint16_t udp_sport, uint16_t ip_id,
+			const struct mr_roce_hdrs *hdr, const struct mr_iov *iov, unsigned int niov)
+{
+	const struct mr_opcode_info *oi;
+	uint32_t iphl, ulen, total, paylen;
+	uint8_t *ip, *udp, padcnt;
+	int rc;
+
+	if (!buf || !t || !dmac || t->len == 0)
+		return -EINVAL;
+	rc = frame_plan(hdr, iov, niov, &oi, &paylen, &padcnt);
+	if (rc)
+		return rc;
+	iphl = t->ipv6 ? IPV6_HLEN : IPV4_HLEN;
+	ulen = UDP_HLEN + oi->length + paylen + padcnt + MR_ICRC_LEN;
+	total = t->ip_off + iphl + ulen;
+	if (total > cap)
+		return -ENOSPC;
+	/* One fixed-size copy (vector stores) where the buffer has the room: the bytes past the
+	 * headers are overwritten by the BTH and what follows, or lie past the frame. */
+	if (t->len <= 64 && cap >= 64)
+		memcpy(buf, t->b, 64);
+	else if (cap >= MR_HDR_TMPL_LEN)
+		memcpy(buf, t->b, MR_HDR_TMPL_LEN);
+	else
+		memcpy(buf, t->b, t->len);
+	memcpy(buf, dmac, 6);
+	ip = buf + t->ip_off;
+	if (t->ipv6) {
+		mr_put_be16(ip + 4, (uint16_t)ulen);
+	} else {
+		uint16_t tot = (uint16_t)(iphl + ulen);
+
+		mr_put_be16(ip + 2, tot);
+		mr_put_be16(ip + 4, ip_id);
+		mr_put_be16(ip + 10, (uint16_t)~csum_fold(t->csum_base + tot + ip_id)); /* RFC 791 */
 	}
-	memset(p, 0, padcnt);
-	mr_put_le32(bth + roce_len - MR_ICRC_LEN,
-		    mr_icrc_calc(ip, iphl, path->ipv6, roce_len - MR_ICRC_LEN));
+	udp = ip + iphl;
+	/* MetaRoCE spraying picks the entropy per packet (A17.3.3); 0 keeps the path's port. */
+	mr_put_be16(udp, udp_sport != 0 ? udp_sport : t->udp_sport);
+	mr_put_be16(udp + 4, (uint16_t)ulen);
+	frame_body(ip, iphl, t->ipv6, udp + UDP_HLEN, oi, hdr, iov, niov, paylen, padcnt);
 	return (int)total;
 }

@@ -281,6 +281,28 @@ bool mr_pkt_place_checked(const struct mr_pkt *pkt, void *dst);
 int mr_frame_build(uint8_t *buf, uint32_t cap, const struct mr_path *path, uint16_t ip_id,
 		   const struct mr_roce_hdrs *hdr, const struct mr_iov *iov, unsigned int niov);
 
+/* The Ethernet [802.1Q] / IP / UDP headers of one path, prebuilt once (mr_hdr_tmpl_init, when
+ * the path is set) so that a frame's first 42-66 bytes are one fixed-size copy and a few patched
+ * fields: the destination MAC, the UDP source port, the IP and UDP lengths, and IPv4's id and
+ * header checksum (from a precomputed partial sum). */
+#define MR_HDR_TMPL_LEN 80
+struct mr_hdr_tmpl {
+	uint8_t b[MR_HDR_TMPL_LEN]; /* L2..UDP as mr_frame_build writes them, patched fields 0 */
+	uint8_t len;                /* bytes of b in use: 42, 46, 62 or 66; 0 = no valid path */
+	uint8_t ip_off;             /* 14, or 18 behind an 802.1Q tag */
+	bool ipv6;
+	uint16_t udp_sport;         /* the path's own source port */
+	uint32_t csum_base;         /* IPv4: sum of the header's 16-bit words that do not change */
+};
+/* 0, or -EINVAL for a path mr_frame_build would refuse (then t->len is 0). */
+int mr_hdr_tmpl_init(struct mr_hdr_tmpl *t, const struct mr_path *path);
+/* mr_frame_build with the path's headers from t, dmac as the destination MAC, udp_sport (0: the
+ * path's) as the UDP source port: the same bytes, the same errors. It may write up to
+ * MR_HDR_TMPL_LEN bytes of buf (within cap) past a shorter frame's end. */
+int mr_frame_build_tmpl(uint8_t *buf, uint32_t cap, const struct mr_hdr_tmpl *t,
+			const uint8_t dmac[6], uint16_t udp_sport, uint16_t ip_id,
+			const struct mr_roce_hdrs *hdr, const struct mr_iov *iov, unsigned int niov);
+
 /* Length of BTH + extension headers for an opcode, or 0 for an unknown opcode. */
 unsigned int mr_opcode_hdr_len(uint8_t opcode);
 /* Human name ("RC_RDMA_WRITE_FIRST"...), or NULL for an unknown opcode. */

@@ -410,6 +410,124 @@ static void test_build_errors(void **state)
 	assert_int_equal(mr_frame_build(buf, sizeof(buf), &path, 1, &h, NULL, 0), -EINVAL);
 }
 
+/* mr_frame_build_tmpl gives mr_frame_build's bytes and return value: every opcode over the
+ * four header layouts, random addresses, TOS, TTL and VLAN tags (IPv4 checksum carries
+ * included), ip_id, the path's or a per-packet UDP source port, every buffer size from the
+ * exact frame length down (short buffers: -ENOSPC from both, nothing compared). */
+static void test_build_tmpl(void **state)
+{
+	static const uint32_t sizes[] = { 0, 1, 3, 4, 8, 63, 64, 255, 256, 1023, 1024, 1025, 4096 };
+	uint8_t *payload = make_payload();
+	uint8_t a[BUF_CAP], b[BUF_CAP];
+	unsigned int n = 0;
+
+	(void)state;
+	for (int round = 0; round < 24; round++) {
+		struct mr_path path;
+		struct mr_hdr_tmpl t;
+		uint8_t dmac[6];
+
+		make_path(&path, round & 2, round & 1);
+		for (int i = 0; i < 16; i++) {
+			path.sgid[i] = round >= 20 ? 0xff : (uint8_t)rnd(); /* 20+: carries */
+			path.dgid[i] = round >= 20 ? 0xff : (uint8_t)rnd();
+		}
+		if (!path.ipv6) {
+			memset(path.sgid, 0, 10);
+			memset(path.dgid, 0, 10);
+			path.sgid[10] = path.sgid[11] = path.dgid[10] = path.dgid[11] = 0xff;
+		}
+		path.tclass = (uint8_t)rnd();
+		path.ttl = (uint8_t)rnd();
+		path.vlan_tci = (uint16_t)rnd();
+		path.flow_label = (uint32_t)rnd() & 0xfffff;
+		path.udp_sport = (uint16_t)rnd();
+		for (int i = 0; i < 6; i++)
+			dmac[i] = (uint8_t)rnd();
+		assert_int_equal(mr_hdr_tmpl_init(&t, &path), 0);
+		assert_int_equal(t.len, (path.vlan ? 18 : 14) + (path.ipv6 ? 40 : 20) + 8);
+		for (unsigned int op = 0; op < 256; op++) {
+			const struct mr_opcode_info *oi = mr_opcode_info((uint8_t)op);
+
+			if (!oi)
+				continue;
+			for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+				struct mr_iov iov = { payload, sizes[i] };
+				struct mr_path pp = path;
+				struct mr_roce_hdrs h;
+				uint16_t id = (uint16_t)rnd(), sport = rnd() & 1 ? (uint16_t)rnd() : 0;
+				int la, lb;
+
+				if (!paylen_legal(oi, sizes[i]))
+					continue;
+				random_hdrs(&h, (uint8_t)op, sizes[i]);
+				memcpy(pp.dmac, dmac, 6);
+				if (sport != 0)
+					pp.udp_sport = sport;
+				la = mr_frame_build(a, sizeof(a), &pp, id, &h, &iov, 1);
+				assert_true(la > 0);
+				memset(b, 0xa5, sizeof(b));
+				lb = mr_frame_build_tmpl(b, sizeof(b), &t, dmac, sport, id, &h, &iov, 1);
+				assert_int_equal(lb, la);
+				assert_memory_equal(a, b, (size_t)la);
+				/* The exact length (the short-copy branch below 64 or 80 bytes)... */
+				memset(b, 0xa5, sizeof(b));
+				assert_int_equal(mr_frame_build_tmpl(b, (uint32_t)la, &t, dmac, sport, id,
+								     &h, &iov, 1), la);
+				assert_memory_equal(a, b, (size_t)la);
+				assert_int_equal(b[la], 0xa5); /* nothing written past cap */
+				/* ...and one byte short. */
+				assert_int_equal(mr_frame_build_tmpl(b, (uint32_t)la - 1, &t, dmac, sport,
+								     id, &h, &iov, 1), -ENOSPC);
+				n++;
+			}
+		}
+	}
+	assert_true(n > 24 * 100);
+	free(payload);
+}
+
+/* The template refuses what mr_frame_build refuses: a bad path leaves it empty, bad headers
+ * and NULL arguments give -EINVAL. */
+static void test_build_tmpl_errors(void **state)
+{
+	uint8_t buf[BUF_CAP], data[8] = { 0 }, mac[6] = { 0 };
+	struct mr_iov iov = { data, 8 }, nul = { NULL, 4 };
+	struct mr_hdr_tmpl t;
+	struct mr_path path;
+	struct mr_roce_hdrs h;
+
+	(void)state;
+	make_path(&path, true, false);
+	random_hdrs(&h, MR_OP_RC_SEND_ONLY, 8);
+	assert_int_equal(mr_hdr_tmpl_init(NULL, &path), -EINVAL);
+	assert_int_equal(mr_hdr_tmpl_init(&t, NULL), -EINVAL);
+	assert_int_equal(t.len, 0);
+	path.flow_label = 0x100000;
+	assert_int_equal(mr_hdr_tmpl_init(&t, &path), -EINVAL);
+	assert_int_equal(t.len, 0);
+	assert_int_equal(mr_frame_build_tmpl(buf, sizeof(buf), &t, mac, 0, 1, &h, &iov, 1),
+			 -EINVAL);
+	path.flow_label = 1;
+	assert_int_equal(mr_hdr_tmpl_init(&t, &path), 0);
+	assert_true(mr_frame_build_tmpl(buf, sizeof(buf), &t, mac, 0, 1, &h, &iov, 1) > 0);
+	assert_int_equal(mr_frame_build_tmpl(NULL, sizeof(buf), &t, mac, 0, 1, &h, &iov, 1),
+			 -EINVAL);
+	assert_int_equal(mr_frame_build_tmpl(buf, sizeof(buf), NULL, mac, 0, 1, &h, &iov, 1),
+			 -EINVAL);
+	assert_int_equal(mr_frame_build_tmpl(buf, sizeof(buf), &t, NULL, 0, 1, &h, &iov, 1),
+			 -EINVAL);
+	assert_int_equal(mr_frame_build_tmpl(buf, sizeof(buf), &t, mac, 0, 1, NULL, &iov, 1),
+			 -EINVAL);
+	assert_int_equal(mr_frame_build_tmpl(buf, sizeof(buf), &t, mac, 0, 1, &h, NULL, 1),
+			 -EINVAL);
+	assert_int_equal(mr_frame_build_tmpl(buf, sizeof(buf), &t, mac, 0, 1, &h, &nul, 1),
+			 -EINVAL);
+	h.opcode = 0x15; /* reserved RC opcode */
+	assert_int_equal(mr_frame_build_tmpl(buf, sizeof(buf), &t, mac, 0, 1, &h, &iov, 1),
+			 -EINVAL);
+}
+
 /* A valid IPv4 SEND_LAST frame with a 5-byte payload, to be edited by the cases below. */
 static int base_frame(uint8_t *buf, uint32_t cap, bool vlan)
 {
@@ -632,6 +750,8 @@ int main(void)
 		cmocka_unit_test(test_round_trip_all_sizes),
 		cmocka_unit_test(test_round_trip_paths),
 		cmocka_unit_test(test_build_errors),
+		cmocka_unit_test(test_build_tmpl),
+		cmocka_unit_test(test_build_tmpl_errors),
 		cmocka_unit_test(test_parse_reasons),
 		cmocka_unit_test(test_parse_deferred),
 		cmocka_unit_test(test_parse_result_str),
