@@ -211,6 +211,7 @@ void mr_cnt_engine(const struct mr_cnt_sink *k, const struct mr_engine_stats *e)
 	c(k, "rx_neigh_frames", e->rx_neigh);
 	c(k, "tx_neigh_frames", e->tx_neigh);
 	c(k, "tx_loopback_frames", e->tx_loopback);
+	c(k, "tx_ip_csum_offload_frames", e->tx_csum_offload);
 	/* drops by reason (the transport's own are in rx_drop_transport / rx_drop_*) */
 	c(k, "rx_drop_not_for_us", e->rx_not_for_us);
 	c(k, "rx_drop_own_echo", e->rx_own_echo);

@@ -65,6 +65,7 @@ struct mr_engine_stats {
 	uint64_t tx_loopback;       /* frames to our own GID, delivered in software */
 	uint64_t tx_nombuf;         /* no mbuf: the packet is lost, RC retransmits it */
 	uint64_t tx_build_err;
+	uint64_t tx_csum_offload;   /* IPv4 header checksums left to the port (its offload) */
 	uint64_t held, held_sent;
 	uint64_t held_dropped;      /* peer unreachable, or the hold queue was full */
 	uint64_t timer_runs;
@@ -157,6 +158,7 @@ struct mr_daemon {
 	volatile sig_atomic_t *dump;
 
 	uint16_t ip_id;
+	bool tx_csum_offload;       /* the port fills IPv4 header checksums (MR_DPDK_CAP_TX_IPV4_CKSUM) */
 	bool tx_pending;            /* frames queued in the port's tx buffer this iteration */
 	struct mr_held held[MR_HELD_MAX];
 	unsigned int nheld;

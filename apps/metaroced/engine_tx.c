@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <rte_ip.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
@@ -38,10 +39,26 @@ void mr_engine_pcap(struct mr_daemon *d, const uint8_t *frame, uint32_t len)
 				   (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
 }
 
+/* A frame built for the port's IPv4 checksum offload that is about to be captured or handed to
+ * the tx impairment stage (either attached while it waited for ARP): its checksum computed
+ * here instead (RFC 791), since both see the bytes and the stage resends copies without the
+ * mbuf's flags. */
+static void csum_in_software(struct rte_mbuf *m)
+{
+	struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, m->l2_len);
+
+	ip->hdr_checksum = 0;
+	ip->hdr_checksum = rte_ipv4_cksum(ip);
+	m->ol_flags &= ~(RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM);
+}
+
 static void send_mbuf(struct mr_daemon *d, struct rte_mbuf *m, uint64_t now)
 {
 	uint32_t len = rte_pktmbuf_pkt_len(m);
 
+	if (unlikely(m->ol_flags & RTE_MBUF_F_TX_IP_CKSUM) &&
+	    (d->imp[MR_IMPAIR_TX] != NULL || d->pcap != NULL))
+		csum_in_software(m);
 	/* The tx impairment sees the frame as built; dropped or delayed ones never reach the
 	 * capture or the port now (delayed ones go out from mr_engine_impair_poll()). */
 	if (d->imp[MR_IMPAIR_TX] != NULL && !mr_engine_tx_impair(d, m, now)) {
@@ -276,10 +293,15 @@ static void build_for_io(struct mr_daemon *d, struct mr_path *path, const struct
 }
 
 /* A packet to a peer on the port, its headers from the QP's prebuilt template: no copy of the
- * path, the destination MAC straight from the lookup. */
+ * path, the destination MAC straight from the lookup. The IPv4 header checksum is left to a
+ * port that offers it, unless frames are captured (the capture would show it zero) or go
+ * through the tx impairment stage (which sends the frames it delays or duplicates as copies,
+ * without the mbuf's offload flags). */
 static void tx_tmpl(struct mr_daemon *d, const struct mr_tx_pkt *pkt, uint64_t now)
 {
 	const uint8_t *gid = pkt->path->dgid;
+	bool off = d->tx_csum_offload && !pkt->tmpl->ipv6 && d->pcap == NULL &&
+		   d->imp[MR_IMPAIR_TX] == NULL;
 	struct rte_mbuf *m;
 	uint8_t mac[6] = { 0 };
 	int rc, len;
@@ -294,7 +316,7 @@ static void tx_tmpl(struct mr_daemon *d, const struct mr_tx_pkt *pkt, uint64_t n
 	}
 	len = mr_frame_build_tmpl(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m),
 				  pkt->tmpl, mac, pkt->udp_sport, d->ip_id++, &pkt->hdr, pkt->iov,
-				  pkt->niov);
+				  pkt->niov, off ? MR_BUILD_IP_CSUM_OFFLOAD : 0);
 	if (len < 0) {
 		rte_pktmbuf_free(m);
 		d->st.tx_build_err++;
@@ -302,6 +324,13 @@ static void tx_tmpl(struct mr_daemon *d, const struct mr_tx_pkt *pkt, uint64_t n
 	}
 	m->data_len = (uint16_t)len;
 	m->pkt_len = (uint32_t)len;
+	if (off) {
+		/* DPDK's IPv4 checksum offload: the field zero, the header's place in the mbuf. */
+		m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM;
+		m->l2_len = pkt->tmpl->ip_off;
+		m->l3_len = 20;
+		d->st.tx_csum_offload++;
+	}
 	route(d, m, gid, rc, now);
 }
 

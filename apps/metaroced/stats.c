@@ -229,12 +229,14 @@ void mr_stats_print(const struct mr_stats_view *v, FILE *f, bool final)
 		" rx_roce=%" PRIu64 " rx_neigh=%" PRIu64 " rx_not_for_us=%" PRIu64
 		" rx_own_echo=%" PRIu64 " rx_too_long=%" PRIu64 " parse_drops=%" PRIu64
 		" tx=%" PRIu64 " tx_neigh=%" PRIu64 " tx_loopback=%" PRIu64 " tx_nombuf=%" PRIu64
-		" tx_build_err=%" PRIu64 " held=%" PRIu64 " held_sent=%" PRIu64
+		" tx_build_err=%" PRIu64 " tx_csum_offload=%" PRIu64 " held=%" PRIu64
+		" held_sent=%" PRIu64
 		" held_dropped=%" PRIu64 " holding=%u timer_runs=%" PRIu64 " stalls=%" PRIu64
 		" max_gap_us=%" PRIu64 " max_work_us=%" PRIu64 "\n", tag,
 		e->iterations, e->idle_sleeps, e->load_sleeps, e->rx_frames, e->rx_roce, e->rx_neigh,
 		e->rx_not_for_us, e->rx_own_echo, e->rx_too_long, drops, e->tx_frames, e->tx_neigh,
-		e->tx_loopback, e->tx_nombuf, e->tx_build_err, e->held, e->held_sent,
+		e->tx_loopback, e->tx_nombuf, e->tx_build_err, e->tx_csum_offload, e->held,
+		e->held_sent,
 		e->held_dropped, v->nheld, e->timer_runs, e->stalls, e->max_gap_ns / 1000,
 		e->max_work_ns / 1000);
 	fprintf(f, "%s: parse_drops", tag);

@@ -108,6 +108,7 @@ static void port_engine(struct mr_json *j, const struct mr_stats_view *v)
 	mr_json_u64(j, "tx_loopback", e->tx_loopback);
 	mr_json_u64(j, "tx_nombuf", e->tx_nombuf);
 	mr_json_u64(j, "tx_build_err", e->tx_build_err);
+	mr_json_u64(j, "tx_csum_offload", e->tx_csum_offload);
 	mr_json_u64(j, "held", e->held);
 	mr_json_u64(j, "held_sent", e->held_sent);
 	mr_json_u64(j, "held_dropped", e->held_dropped);

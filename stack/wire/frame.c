@@ -634,14 +634,15 @@ int mr_hdr_tmpl_init(struct mr_hdr_tmpl *t, const struct mr_path *path)
 
 int mr_frame_build_tmpl(uint8_t *buf, uint32_t cap, const struct mr_hdr_tmpl *t,
 			const uint8_t dmac[6], uint16_t udp_sport, uint16_t ip_id,
-			const struct mr_roce_hdrs *hdr, const struct mr_iov *iov, unsigned int niov)
+			const struct mr_roce_hdrs *hdr, const struct mr_iov *iov, unsigned int niov,
+			unsigned int flags)
 {
 	const struct mr_opcode_info *oi;
 	uint32_t iphl, ulen, total, paylen;
 	uint8_t *ip, *udp, padcnt;
 	int rc;
 
-	if (!buf || !t || !dmac || t->len == 0)
+	if (!buf || !t || !dmac || t->len == 0 || (flags & ~MR_BUILD_IP_CSUM_OFFLOAD))
 		return -EINVAL;
 	rc = frame_plan(hdr, iov, niov, &oi, &paylen, &padcnt);
 	if (rc)
@@ -668,7 +669,10 @@ int mr_frame_build_tmpl(uint8_t *buf, uint32_t cap, const struct mr_hdr_tmpl *t,
 
 		mr_put_be16(ip + 2, tot);
 		mr_put_be16(ip + 4, ip_id);
-		mr_put_be16(ip + 10, (uint16_t)~csum_fold(t->csum_base + tot + ip_id)); /* RFC 791 */
+		/* RFC 791; the template holds 0 there, which the offload wants. The ICRC masks
+		 * the field (A17.3.3), so it is the same either way. */
+		if (!(flags & MR_BUILD_IP_CSUM_OFFLOAD))
+			mr_put_be16(ip + 10, (uint16_t)~csum_fold(t->csum_base + tot + ip_id));
 	}
 	udp = ip + iphl;
 	/* MetaRoCE spraying picks the entropy per packet (A17.3.3); 0 keeps the path's port. */

@@ -296,12 +296,17 @@ struct mr_hdr_tmpl {
 };
 /* 0, or -EINVAL for a path mr_frame_build would refuse (then t->len is 0). */
 int mr_hdr_tmpl_init(struct mr_hdr_tmpl *t, const struct mr_path *path);
+/* mr_frame_build_tmpl flags: the IPv4 header checksum is left 0 for the NIC to fill in (DPDK's
+ * IPv4 checksum offload wants the field zeroed); no effect on IPv6 frames. */
+#define MR_BUILD_IP_CSUM_OFFLOAD 1u
 /* mr_frame_build with the path's headers from t, dmac as the destination MAC, udp_sport (0: the
- * path's) as the UDP source port: the same bytes, the same errors. It may write up to
- * MR_HDR_TMPL_LEN bytes of buf (within cap) past a shorter frame's end. */
+ * path's) as the UDP source port: the same bytes (but for MR_BUILD_IP_CSUM_OFFLOAD's zero),
+ * the same errors. It may write up to MR_HDR_TMPL_LEN bytes of buf (within cap) past a shorter
+ * frame's end. */
 int mr_frame_build_tmpl(uint8_t *buf, uint32_t cap, const struct mr_hdr_tmpl *t,
 			const uint8_t dmac[6], uint16_t udp_sport, uint16_t ip_id,
-			const struct mr_roce_hdrs *hdr, const struct mr_iov *iov, unsigned int niov);
+			const struct mr_roce_hdrs *hdr, const struct mr_iov *iov, unsigned int niov,
+			unsigned int flags);
 
 /* Length of BTH + extension headers for an opcode, or 0 for an unknown opcode. */
 unsigned int mr_opcode_hdr_len(uint8_t opcode);

@@ -120,6 +120,9 @@ itl_daemon_conf() { # N MTU
 		[ -n "$bs" ] || { [ "$mtu" -gt 1500 ] && bs=9216; }
 		vdev="net_memif0,role=$role,id=0,socket=$ITL_WORK/memif.sock,socket-abstract=no,rsize=12${bs:+,bsize=$bs}"
 	fi
+	# ITL_LINK=tap: each daemon on net_tap (kernel interface mrtap in its namespace, which
+	# itl_tap_bridge joins to the veth); the tap PMD offers the IPv4 checksum offload.
+	[ "${ITL_LINK:-veth}" = tap ] && vdev="net_tap0,iface=mrtap"
 	cat > "$ITL_WORK/$n.conf" <<CONF
 [port]
 eal_args = --vdev=$vdev
@@ -139,6 +142,27 @@ CONF
 }
 
 itl_ns() { echo "mr-$ITL_TAG-$1"; }
+
+# ITL_LINK=tap: bridge daemon N's tap interface (created when it started) with its namespace's
+# veth end, so that frames cross tap -> bridge -> veth -> bridge -> tap unchanged. The tap PMD
+# gives the kernel's interface the port's own MAC, which would make the bridge deliver the
+# daemon's unicast frames to the namespace's stack instead of out of the tap: the interface
+# gets another (locally administered) address first.
+itl_tap_bridge() { # N
+	local n=$1 ns veth
+	ns=$(itl_ns "$n")
+	veth=mrv$n
+	ip -n "$ns" link set mrtap address "02:00:00:00:00:0$([ "$n" = a ] && echo 1 || echo 2)" ||
+		return 1
+	ip -n "$ns" link add mrbr type bridge || return 1
+	ip -n "$ns" link set mrbr mtu "$ITL_MTU" up || return 1
+	for i in "$veth" mrtap; do
+		ip netns exec "$ns" ethtool -K "$i" tx off rx off tso off gso off gro off \
+			>/dev/null 2>&1 || true
+		ip -n "$ns" link set "$i" master mrbr || return 1
+	done
+	ip -n "$ns" link set mrtap up
+}
 
 # LD_LIBRARY_PATH without metaroce's own libibverbs directory: meson puts it there for tests
 # that link the verbs library, and DPDK's mlx5 PMD plugin would then load the stand-in libmlx5

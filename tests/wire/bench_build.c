@@ -53,7 +53,7 @@ static double run(struct cell *c, bool tmpl, unsigned int n)
 		c->hdr.psn = (c->hdr.psn + 1) & MR_PSN_MASK;
 		if (tmpl) {
 			len = mr_frame_build_tmpl(c->buf, 8192, c->tmpl, mac, 0, id, &c->hdr, &c->iov,
-						  1);
+						  1, 0);
 		} else {
 			struct mr_path p = *c->path;
 

@@ -467,18 +467,32 @@ static void test_build_tmpl(void **state)
 				la = mr_frame_build(a, sizeof(a), &pp, id, &h, &iov, 1);
 				assert_true(la > 0);
 				memset(b, 0xa5, sizeof(b));
-				lb = mr_frame_build_tmpl(b, sizeof(b), &t, dmac, sport, id, &h, &iov, 1);
+				lb = mr_frame_build_tmpl(b, sizeof(b), &t, dmac, sport, id, &h, &iov, 1, 0);
 				assert_int_equal(lb, la);
 				assert_memory_equal(a, b, (size_t)la);
 				/* The exact length (the short-copy branch below 64 or 80 bytes)... */
 				memset(b, 0xa5, sizeof(b));
 				assert_int_equal(mr_frame_build_tmpl(b, (uint32_t)la, &t, dmac, sport, id,
-								     &h, &iov, 1), la);
+								     &h, &iov, 1, 0), la);
 				assert_memory_equal(a, b, (size_t)la);
 				assert_int_equal(b[la], 0xa5); /* nothing written past cap */
 				/* ...and one byte short. */
 				assert_int_equal(mr_frame_build_tmpl(b, (uint32_t)la - 1, &t, dmac, sport,
-								     id, &h, &iov, 1), -ENOSPC);
+								     id, &h, &iov, 1, 0), -ENOSPC);
+				/* Checksum offload: IPv4's header checksum 0 (the rest, ICRC included,
+				 * unchanged: A17.3.3 masks the field); IPv6 frames unchanged. */
+				memset(b, 0xa5, sizeof(b));
+				assert_int_equal(mr_frame_build_tmpl(b, sizeof(b), &t, dmac, sport, id, &h,
+								     &iov, 1, MR_BUILD_IP_CSUM_OFFLOAD), la);
+				if (!path.ipv6) {
+					uint32_t c = t.ip_off + 10;
+
+					assert_int_equal(b[c] | b[c + 1], 0);
+					assert_memory_equal(a, b, c);
+					assert_memory_equal(a + c + 2, b + c + 2, (size_t)la - c - 2);
+				} else {
+					assert_memory_equal(a, b, (size_t)la);
+				}
 				n++;
 			}
 		}
@@ -506,25 +520,27 @@ static void test_build_tmpl_errors(void **state)
 	path.flow_label = 0x100000;
 	assert_int_equal(mr_hdr_tmpl_init(&t, &path), -EINVAL);
 	assert_int_equal(t.len, 0);
-	assert_int_equal(mr_frame_build_tmpl(buf, sizeof(buf), &t, mac, 0, 1, &h, &iov, 1),
+	assert_int_equal(mr_frame_build_tmpl(buf, sizeof(buf), &t, mac, 0, 1, &h, &iov, 1, 0),
 			 -EINVAL);
 	path.flow_label = 1;
 	assert_int_equal(mr_hdr_tmpl_init(&t, &path), 0);
-	assert_true(mr_frame_build_tmpl(buf, sizeof(buf), &t, mac, 0, 1, &h, &iov, 1) > 0);
-	assert_int_equal(mr_frame_build_tmpl(NULL, sizeof(buf), &t, mac, 0, 1, &h, &iov, 1),
+	assert_true(mr_frame_build_tmpl(buf, sizeof(buf), &t, mac, 0, 1, &h, &iov, 1, 0) > 0);
+	assert_int_equal(mr_frame_build_tmpl(NULL, sizeof(buf), &t, mac, 0, 1, &h, &iov, 1, 0),
 			 -EINVAL);
-	assert_int_equal(mr_frame_build_tmpl(buf, sizeof(buf), NULL, mac, 0, 1, &h, &iov, 1),
+	assert_int_equal(mr_frame_build_tmpl(buf, sizeof(buf), NULL, mac, 0, 1, &h, &iov, 1, 0),
 			 -EINVAL);
-	assert_int_equal(mr_frame_build_tmpl(buf, sizeof(buf), &t, NULL, 0, 1, &h, &iov, 1),
+	assert_int_equal(mr_frame_build_tmpl(buf, sizeof(buf), &t, NULL, 0, 1, &h, &iov, 1, 0),
 			 -EINVAL);
-	assert_int_equal(mr_frame_build_tmpl(buf, sizeof(buf), &t, mac, 0, 1, NULL, &iov, 1),
+	assert_int_equal(mr_frame_build_tmpl(buf, sizeof(buf), &t, mac, 0, 1, NULL, &iov, 1, 0),
 			 -EINVAL);
-	assert_int_equal(mr_frame_build_tmpl(buf, sizeof(buf), &t, mac, 0, 1, &h, NULL, 1),
+	assert_int_equal(mr_frame_build_tmpl(buf, sizeof(buf), &t, mac, 0, 1, &h, NULL, 1, 0),
 			 -EINVAL);
-	assert_int_equal(mr_frame_build_tmpl(buf, sizeof(buf), &t, mac, 0, 1, &h, &nul, 1),
+	assert_int_equal(mr_frame_build_tmpl(buf, sizeof(buf), &t, mac, 0, 1, &h, &nul, 1, 0),
 			 -EINVAL);
+	assert_int_equal(mr_frame_build_tmpl(buf, sizeof(buf), &t, mac, 0, 1, &h, &iov, 1, 2),
+			 -EINVAL); /* an unknown flag */
 	h.opcode = 0x15; /* reserved RC opcode */
-	assert_int_equal(mr_frame_build_tmpl(buf, sizeof(buf), &t, mac, 0, 1, &h, &iov, 1),
+	assert_int_equal(mr_frame_build_tmpl(buf, sizeof(buf), &t, mac, 0, 1, &h, &iov, 1, 0),
 			 -EINVAL);
 }
 
