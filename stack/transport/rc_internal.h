@@ -235,9 +235,6 @@ struct mr_qp {
 	struct mr_cc cc;
 	struct mr_dcqcn_np np;
 	uint32_t qpn;
-	/* attr.path's L2..UDP headers prebuilt (mr_hdr_tmpl_init at every path change), handed
-	 * to the builder with each packet (mr_tx_pkt.tmpl). */
-	struct mr_hdr_tmpl tmpl;
 	struct mr_qp_init_attr init;
 	struct mr_qp_attr attr;
 	enum mr_qp_state state;
@@ -300,6 +297,11 @@ struct mr_qp {
 		struct rc_rd_res res[RC_MAX_RD_ATOMIC];
 		uint32_t res_next;
 	} resp;
+
+	/* attr.path's L2..UDP headers prebuilt (mr_hdr_tmpl_init at every path change), handed
+	 * to the builder with each packet (mr_tx_pkt.tmpl). Last, so that the fields above keep
+	 * the cache lines they had. */
+	struct mr_hdr_tmpl tmpl;
 };
 
 /* What the core (rc_qp.c, rc_ctx.c) asks of a QP's transport engine (qp->eng). Every entry is
