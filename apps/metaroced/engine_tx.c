@@ -265,31 +265,49 @@ void mr_engine_route_built(struct mr_daemon *d, struct rte_mbuf *m, const uint8_
 	route(d, m, gid, rc, now);
 }
 
+/* An mbuf holding pkt's frame, built from path, or (path NULL) from the QP's template with dmac
+ * and the mr_frame_build_tmpl flags; NULL, counted, without an mbuf (the requester's ACK
+ * timeout recovers the packet) or for a packet the builder refuses. */
+static struct rte_mbuf *build_mbuf(struct mr_daemon *d, const struct mr_tx_pkt *pkt,
+				   const struct mr_path *path, const uint8_t *dmac,
+				   unsigned int flags)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(d->txpool);
+	int len;
+
+	if (m == NULL) {
+		d->st.tx_nombuf++;
+		return NULL;
+	}
+	if (path != NULL)
+		len = mr_frame_build(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m), path,
+				     d->ip_id++, &pkt->hdr, pkt->iov, pkt->niov);
+	else
+		len = mr_frame_build_tmpl(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m),
+					  pkt->tmpl, dmac, pkt->udp_sport, d->ip_id++, &pkt->hdr,
+					  pkt->iov, pkt->niov, flags);
+	if (len < 0) {
+		rte_pktmbuf_free(m);
+		d->st.tx_build_err++;
+		return NULL;
+	}
+	m->data_len = (uint16_t)len;
+	m->pkt_len = (uint32_t)len;
+	return m;
+}
+
 /* Shard i > 0: build into an mbuf (destination MAC left to the I/O shard) and hand it over. */
 static void build_for_io(struct mr_daemon *d, struct mr_path *path, const struct mr_tx_pkt *pkt)
 {
 	struct rte_mbuf *m;
-	int len;
 
 	if (mr_backend_is_local_gid(d->be, path->dgid)) {
 		memcpy(path->dmac, d->mac, 6);
 		d->st.tx_loopback++;
 	}
-	m = rte_pktmbuf_alloc(d->txpool);
-	if (m == NULL) {
-		d->st.tx_nombuf++; /* lost: the requester's ACK timeout recovers it */
-		return;
-	}
-	len = mr_frame_build(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m), path,
-			     d->ip_id++, &pkt->hdr, pkt->iov, pkt->niov);
-	if (len < 0) {
-		rte_pktmbuf_free(m);
-		d->st.tx_build_err++;
-		return;
-	}
-	m->data_len = (uint16_t)len;
-	m->pkt_len = (uint32_t)len;
-	mr_shard_tx_ring(d, m);
+	m = build_mbuf(d, pkt, path, NULL, 0);
+	if (m != NULL)
+		mr_shard_tx_ring(d, m);
 }
 
 /* A packet to a peer on the port, its headers from the QP's prebuilt template: no copy of the
@@ -304,26 +322,14 @@ static void tx_tmpl(struct mr_daemon *d, const struct mr_tx_pkt *pkt, uint64_t n
 		   d->imp[MR_IMPAIR_TX] == NULL;
 	struct rte_mbuf *m;
 	uint8_t mac[6] = { 0 };
-	int rc, len;
+	int rc;
 
 	rc = lookup(d, gid, now, mac);
 	if (rc == 0 && d->nheld > 0 && peer_waits(d, gid))
 		rc = -EAGAIN;
-	m = rte_pktmbuf_alloc(d->txpool);
-	if (m == NULL) {
-		d->st.tx_nombuf++; /* lost: the requester's ACK timeout recovers it */
+	m = build_mbuf(d, pkt, NULL, mac, off ? MR_BUILD_IP_CSUM_OFFLOAD : 0);
+	if (m == NULL)
 		return;
-	}
-	len = mr_frame_build_tmpl(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m),
-				  pkt->tmpl, mac, pkt->udp_sport, d->ip_id++, &pkt->hdr, pkt->iov,
-				  pkt->niov, off ? MR_BUILD_IP_CSUM_OFFLOAD : 0);
-	if (len < 0) {
-		rte_pktmbuf_free(m);
-		d->st.tx_build_err++;
-		return;
-	}
-	m->data_len = (uint16_t)len;
-	m->pkt_len = (uint32_t)len;
 	if (off) {
 		/* DPDK's IPv4 checksum offload: the field zero, the header's place in the mbuf. */
 		m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM;
@@ -357,7 +363,7 @@ unsigned int mr_engine_tx_transport(struct mr_daemon *d, uint64_t now, unsigned 
 		struct mr_tx_pkt pkt;
 		struct mr_path path;
 		struct rte_mbuf *m;
-		int rc, len;
+		int rc;
 		bool local;
 
 		if (mr_ctx_tx(d->ctx, now, &pkt) != 1)
@@ -387,21 +393,9 @@ unsigned int mr_engine_tx_transport(struct mr_daemon *d, uint64_t now, unsigned 
 		rc = lookup(d, pkt.path->dgid, now, path.dmac);
 		if (rc == 0 && d->nheld > 0 && peer_waits(d, pkt.path->dgid))
 			rc = -EAGAIN;
-		m = rte_pktmbuf_alloc(d->txpool);
-		if (m == NULL) {
-			d->st.tx_nombuf++; /* lost: the requester's ACK timeout recovers it */
-			continue;
-		}
-		len = mr_frame_build(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_tailroom(m), &path,
-				     d->ip_id++, &pkt.hdr, pkt.iov, pkt.niov);
-		if (len < 0) {
-			rte_pktmbuf_free(m);
-			d->st.tx_build_err++;
-			continue;
-		}
-		m->data_len = (uint16_t)len;
-		m->pkt_len = (uint32_t)len;
-		route(d, m, pkt.path->dgid, rc, now);
+		m = build_mbuf(d, &pkt, &path, NULL, 0);
+		if (m != NULL)
+			route(d, m, pkt.path->dgid, rc, now);
 	}
 	return n;
 }
