@@ -270,7 +270,9 @@ static int setup_io(struct mr_daemon *d, unsigned int nshards)
 	/* IPv4 header checksums by the port where it offers to (engine_tx.c tx_tmpl). */
 	d->tx_csum_offload = (mr_dpdk_port_caps(d->port) & MR_DPDK_CAP_TX_IPV4_CKSUM) != 0;
 	mr_log(MR_LOG_INFO, "port %u: IPv4 header checksum %s", c->port_id,
-	       d->tx_csum_offload ? "offloaded to the port" : "computed in software");
+	       !d->tx_csum_offload ? "computed in software" :
+	       c->pcap_path[0] != '\0' ? "offered by the port, computed in software while capturing" :
+					 "offloaded to the port");
 	/* The largest RoCE frame (A17.4.1: IB MTU payload + IP/UDP/BTH/RETH/ImmDt/ICRC, the 84
 	 * bytes mr_config_ib_mtu counts, + Ethernet and a VLAN tag) must fit the port's frame
 	 * (af_packet: its ring slot, memif: its buffer, which may be smaller than port.mtu
