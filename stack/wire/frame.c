@@ -105,16 +105,23 @@ static bool ipv4_hdr_csum_ok(const uint8_t *ip, uint32_t iphl)
 	return csum_fold((uint32_t)(sum & 0xffff) + (uint32_t)(sum >> 16)) == 0xffff;
 }
 
-/* The checksum (host order) of the 20-byte header mr_frame_build writes: version 4, IHL 5, DF,
- * protocol UDP; the same one's complement sum over its ten 16-bit words. */
-static uint16_t ipv4_csum_of(uint8_t tos, uint16_t tot_len, uint16_t id, uint8_t ttl,
-			     const uint8_t src[4], const uint8_t dst[4])
+/* The 20-byte header mr_frame_build writes for path (version 4, IHL 5, DF, protocol UDP): the
+ * one's complement sum of its 16-bit words that do not change from frame to frame, i.e. all
+ * but the total length, the id and the checksum (RFC 1071: the sum is associative, so those
+ * are added per frame, ipv4_csum_of). */
+static uint32_t ipv4_csum_base(const struct mr_path *path)
 {
-	uint32_t sum = (0x45u << 8 | tos) + tot_len + id + IPV4_DF +
-		       ((uint32_t)ttl << 8 | IPPROTO_UDP_NUM) + mr_get_be16(src) +
-		       mr_get_be16(src + 2) + mr_get_be16(dst) + mr_get_be16(dst + 2);
+	return (0x45u << 8 | path->tclass) + IPV4_DF +
+	       ((uint32_t)path->ttl << 8 | IPPROTO_UDP_NUM) + mr_get_be16(path->sgid + 12) +
+	       mr_get_be16(path->sgid + 14) + mr_get_be16(path->dgid + 12) +
+	       mr_get_be16(path->dgid + 14);
+}
 
-	return (uint16_t)~csum_fold(sum);
+/* RFC 791 header checksum (host order) from the values written, not read back: reading bytes
+ * stored a moment ago as words stalls on store forwarding. */
+static uint16_t ipv4_csum_of(uint32_t base, uint16_t tot_len, uint16_t id)
+{
+	return (uint16_t)~csum_fold(base + tot_len + id);
 }
 
 /* UDP checksum over the pseudo-header (RFC 768 / RFC 8200 8.1) and the datagram; a correct
@@ -562,10 +569,8 @@ static void write_l2_l4(uint8_t *buf, uint32_t off, const struct mr_path *path, 
 		ip[10] = ip[11] = 0;
 		memcpy(ip + 12, path->sgid + 12, 4);
 		memcpy(ip + 16, path->dgid + 12, 4);
-		/* RFC 791 header checksum from the values just written, not read back: reading
-		 * bytes stored a moment ago as words stalls on store forwarding. */
-		mr_put_be16(ip + 10, ipv4_csum_of(path->tclass, (uint16_t)(iphl + ulen), ip_id,
-						  path->ttl, path->sgid + 12, path->dgid + 12));
+		mr_put_be16(ip + 10, ipv4_csum_of(ipv4_csum_base(path), (uint16_t)(iphl + ulen),
+						  ip_id));
 	}
 
 	udp = ip + iphl;
@@ -618,12 +623,7 @@ int mr_hdr_tmpl_init(struct mr_hdr_tmpl *t, const struct mr_path *path)
 		uint8_t *ip = t->b + off;
 
 		ip[2] = ip[3] = ip[10] = ip[11] = 0;
-		/* ipv4_csum_of's sum without the two words a frame changes (RFC 1071: the sum
-		 * is associative, so they are added per frame). */
-		t->csum_base = (0x45u << 8 | path->tclass) + IPV4_DF +
-			       ((uint32_t)path->ttl << 8 | IPPROTO_UDP_NUM) +
-			       mr_get_be16(path->sgid + 12) + mr_get_be16(path->sgid + 14) +
-			       mr_get_be16(path->dgid + 12) + mr_get_be16(path->dgid + 14);
+		t->csum_base = ipv4_csum_base(path);
 	}
 	t->ip_off = (uint8_t)off;
 	t->ipv6 = path->ipv6;
@@ -672,7 +672,7 @@ int mr_frame_build_tmpl(uint8_t *buf, uint32_t cap, const struct mr_hdr_tmpl *t,
 		/* RFC 791; the template holds 0 there, which the offload wants. The ICRC masks
 		 * the field (A17.3.3), so it is the same either way. */
 		if (!(flags & MR_BUILD_IP_CSUM_OFFLOAD))
-			mr_put_be16(ip + 10, (uint16_t)~csum_fold(t->csum_base + tot + ip_id));
+			mr_put_be16(ip + 10, ipv4_csum_of(t->csum_base, tot, ip_id));
 	}
 	udp = ip + iphl;
 	/* MetaRoCE spraying picks the entropy per packet (A17.3.3); 0 keeps the path's port. */
