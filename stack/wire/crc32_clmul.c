@@ -45,15 +45,21 @@
 #define K_2528 0x115b87256ull
 #define K_3104 0x1f79525b0ull /* fold by 3072 */
 #define K_3040 0x0d31343eaull
-#define K_672 0x1c7569e54ull  /* fold by 640 */
-#define K_608 0x0ae0b5394ull
-#define K_800 0x0df068dc2ull  /* fold by 768 */
-#define K_736 0x18cb44e58ull
+/* x^(32 (16 - i)) mod P for dword i of the last 512-bit register (vpcl_reduce512) */
+#define K_32 0x1db710640ull
+#define K_128 0x140d44a2eull
+#define K_192 0x065673b46ull
+#define K_256 0x1dac4fb5cull
+#define K_320 0x14e01d2d4ull
+#define K_384 0x02a283862ull
+#define K_448 0x1b2bdfa4cull
+#define K_512 0x111a288ceull
 #define BARRETT_P 0x1db710641ull /* P, reflected, 33 bits */
 #define BARRETT_U 0x1f7011641ull /* floor(x^64 / P), reflected */
 
 #define T_PCLMUL __attribute__((target("pclmul,sse4.1")))
-#define T_VPCLMUL __attribute__((target("vpclmulqdq,avx512f,avx512bw,avx512vl,pclmul,sse4.1")))
+#define T_VPCLMUL \
+	__attribute__((target("vpclmulqdq,avx512f,avx512bw,avx512vl,avx512vbmi,pclmul,sse4.1")))
 #define INLINE static inline __attribute__((always_inline))
 
 /* ---- 128-bit (PCLMULQDQ) ---- */
@@ -81,12 +87,25 @@ INLINE T_PCLMUL __m128i merge4(__m128i x0, __m128i x1, __m128i x2, __m128i x3)
 	return _mm_xor_si128(x3, fold128(x2, _mm_set_epi64x((long long)K_96, (long long)K_160)));
 }
 
+/* 64-bit remainder (bits 0..63 of x, the rest zero) -> 32-bit CRC register, by Barrett:
+ * q = floor(x / P) via u, remainder = x - q * P. */
+INLINE T_PCLMUL uint32_t barrett(__m128i x)
+{
+	const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
+	const __m128i poly = _mm_set_epi64x((long long)BARRETT_U, (long long)BARRETT_P);
+	__m128i t;
+
+	t = _mm_clmulepi64_si128(_mm_and_si128(x, mask32), poly, 0x10);
+	t = _mm_clmulepi64_si128(_mm_and_si128(t, mask32), poly, 0x00);
+	x = _mm_xor_si128(x, t);
+	return (uint32_t)_mm_extract_epi32(x, 1);
+}
+
 /* 128-bit remainder -> 32-bit CRC register. */
 INLINE T_PCLMUL uint32_t reduce128(__m128i x)
 {
 	const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
 	const __m128i k = _mm_set_epi64x((long long)K_96, (long long)K_160);
-	const __m128i poly = _mm_set_epi64x((long long)BARRETT_U, (long long)BARRETT_P);
 	__m128i t;
 
 	/* 128 -> 96: low qword times x^96 mod P, added to the high qword. */
@@ -95,12 +114,7 @@ INLINE T_PCLMUL uint32_t reduce128(__m128i x)
 	t = _mm_srli_si128(x, 4);
 	x = _mm_clmulepi64_si128(_mm_and_si128(x, mask32), _mm_set_epi64x(0, (long long)K_64),
 				 0x00);
-	x = _mm_xor_si128(x, t);
-	/* Barrett: q = floor(x / P) via u, remainder = x - q * P. */
-	t = _mm_clmulepi64_si128(_mm_and_si128(x, mask32), poly, 0x10);
-	t = _mm_clmulepi64_si128(_mm_and_si128(t, mask32), poly, 0x00);
-	x = _mm_xor_si128(x, t);
-	return (uint32_t)_mm_extract_epi32(x, 1);
+	return barrett(_mm_xor_si128(x, t));
 }
 
 /* pshufb/blend controls indexed by the tail length r (1..15): shift_tbl + r moves byte i to
@@ -269,13 +283,6 @@ static const uint64_t k512_m[7][2] __attribute__((aligned(16))) = {
 	{ 0, 0 }, { K_544, K_480 }, { K_1056, K_992 }, { K_1568, K_1504 }, { K_2080, K_2016 },
 	{ K_2592, K_2528 }, { K_3104, K_3040 },
 };
-/* Fold-by-(128 m) constants in descending m (index 6 - m; m = 0 is zero: see zmm_fold_end),
- * so that four consecutive entries are the lanes of one register. */
-static const uint64_t k128_desc[7][2] __attribute__((aligned(64))) = {
-	{ K_800, K_736 }, { K_672, K_608 }, { K_544, K_480 }, { K_416, K_352 }, { K_288, K_224 },
-	{ K_160, K_96 }, { 0, 0 },
-};
-
 #define K512(m) _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)(const void *)k512_m[m]))
 
 INLINE T_VPCLMUL __m512i ld512(const uint8_t *p, uint8_t *dst)
@@ -287,82 +294,97 @@ INLINE T_VPCLMUL __m512i ld512(const uint8_t *p, uint8_t *dst)
 	return v;
 }
 
+/* dword i of a 512-bit remainder stands 32 (15 - i) bits before its end: the constants that take
+ * each (zero-extended to a qword) to the 64-bit remainder, x^(32 (16 - i)) mod P, in the order
+ * of _mm512_cvtepu32_epi64 of the low and of the high half. */
+static const uint64_t kdw[16] __attribute__((aligned(64))) = {
+	K_512, K_480, K_448, K_416, K_384, K_352, K_320, K_288,
+	K_256, K_224, K_192, K_160, K_128, K_96, K_64, K_32,
+};
+
+/* 512-bit remainder (the last four 16-byte blocks' worth, lane 3 last) -> 32-bit CRC register:
+ * its sixteen dwords multiplied by their distances to the end in four independent multiplies,
+ * summed into one 64-bit remainder, then Barrett. Three multiplies deep where the fold to 128
+ * bits and reduce128 are five. */
+INLINE T_VPCLMUL uint32_t vpcl_reduce512(__m512i z)
+{
+	__m512i lo = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(z));
+	__m512i hi = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(z, 1));
+	__m512i klo = _mm512_load_si512((const void *)kdw);
+	__m512i khi = _mm512_load_si512((const void *)(kdw + 8));
+	__m512i f = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(lo, klo, 0x00),
+					      _mm512_clmulepi64_epi128(lo, klo, 0x11),
+					      _mm512_clmulepi64_epi128(hi, khi, 0x00), 0x96);
+	__m256i h;
+
+	f = _mm512_xor_si512(f, _mm512_clmulepi64_epi128(hi, khi, 0x11));
+	h = _mm256_xor_si256(_mm512_castsi512_si256(f), _mm512_extracti64x4_epi64(f, 1));
+	return barrett(_mm_xor_si128(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
+}
+
+static const uint8_t iota64[64] __attribute__((aligned(64))) = {
+	0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+	22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43,
+	44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,
+};
+
+/* len >= 256. The raw register's CRC does not change when zeros are put in front of the
+ * message once the state is added into its first bytes (a zero register stays zero), so the
+ * message is taken as z = -len mod 64 zero bytes and then the message: whole 64-byte blocks
+ * only, and no partial block at the end to shuffle in. The first two blocks are read in place
+ * (the state and or64 applied there) and moved up by z bytes with byte permutes; the rest are
+ * read at p + 128 - z onwards. */
 INLINE T_VPCLMUL uint32_t vpcl_run(uint32_t state, const uint8_t *or64, const uint8_t *p,
 				   uint8_t *dst, size_t len)
 {
 	const __m512i k2048 = kvec(K_2080, K_2016);
-	__m512i z0, z1, z2, z3, z;
-	__m128i x;
+	const size_t z = (0 - len) & 63;
+	size_t rem = (len + z) / 64 - 4; /* blocks after the first four */
+	__m512i z0, z1, z2, z3, u0, u1, iota;
 
-	/* Below four registers' worth the 128-bit path is as fast (the reduction dominates). */
 	if (len < 256)
 		return or64 ? pcl_run(state, or64, p, NULL, len) : pcl_run(state, NULL, p, dst, len);
-	z0 = ld512(p, dst);
+	u0 = ld512(p, dst);
+	u1 = ld512(p + 64, dst ? dst + 64 : NULL);
 	if (or64)
-		z0 = _mm512_or_si512(z0, ld512(or64, NULL));
-	p += 64;
-	dst = dst ? dst + 64 : NULL;
-	len -= 64;
-	z1 = ld512(p, dst);
-	z2 = ld512(p + 64, dst ? dst + 64 : NULL);
-	z3 = ld512(p + 128, dst ? dst + 128 : NULL);
-	p += 192;
-	dst = dst ? dst + 192 : NULL;
-	len -= 192;
-	z0 = _mm512_xor_si512(z0, _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)state)));
-	while (len >= 256) {
+		u0 = _mm512_or_si512(u0, ld512(or64, NULL));
+	u0 = _mm512_xor_si512(u0, _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)state)));
+	iota = _mm512_load_si512((const void *)iota64);
+	z0 = _mm512_maskz_permutexvar_epi8(~0ull << z, _mm512_sub_epi8(iota, _mm512_set1_epi8((char)z)),
+					   u0);
+	z1 = _mm512_permutex2var_epi8(u0, _mm512_add_epi8(iota, _mm512_set1_epi8((char)(64 - z))),
+				      u1);
+	p += 128 - z;
+	dst = dst ? dst + 128 - z : NULL;
+	z2 = ld512(p, dst);
+	z3 = ld512(p + 64, dst ? dst + 64 : NULL);
+	p += 128;
+	dst = dst ? dst + 128 : NULL;
+	while (rem >= 4) {
 		z0 = fold512x(z0, k2048, ld512(p, dst));
 		z1 = fold512x(z1, k2048, ld512(p + 64, dst ? dst + 64 : NULL));
 		z2 = fold512x(z2, k2048, ld512(p + 128, dst ? dst + 128 : NULL));
 		z3 = fold512x(z3, k2048, ld512(p + 192, dst ? dst + 192 : NULL));
 		p += 256;
 		dst = dst ? dst + 256 : NULL;
-		len -= 256;
+		rem -= 4;
 	}
-	/* The k (0..3) whole 64-byte blocks left and the four accumulators, each folded by its
-	 * distance to the last block in independent multiplies. */
+	/* The k (0..3) blocks left and the four accumulators, each folded by its distance to the
+	 * last block in independent multiplies. */
+	if (rem == 0)
+		return vpcl_reduce512(fold512x(z0, K512(3), fold512x(z1, K512(2),
+					       fold512x(z2, K512(1), z3))));
 	{
-		size_t k = len / 64;
-		__m512i acc;
-
-		if (k == 0) {
-			acc = fold512x(z0, K512(3), fold512x(z1, K512(2), fold512x(z2, K512(1), z3)));
-		} else {
-			acc = fold512x(z0, K512(3 + k), fold512x(z1, K512(2 + k),
+		const size_t k = rem;
+		__m512i acc = fold512x(z0, K512(3 + k), fold512x(z1, K512(2 + k),
 				       fold512x(z2, K512(1 + k), fold512x(z3, K512(k),
 				       ld512(p + 64 * (k - 1), dst ? dst + 64 * (k - 1) : NULL)))));
-			for (size_t i = 0; i + 1 < k; i++)
-				acc = fold512x(ld512(p + 64 * i, dst ? dst + 64 * i : NULL),
-					       K512(k - 1 - i), acc);
-		}
-		z = acc;
-		p += 64 * k;
-		dst = dst ? dst + 64 * k : NULL;
-		len -= 64 * k;
-	}
-	/* Then the four lanes and the j (0..3) whole 16-byte blocks left, the same way. */
-	{
-		size_t j = len / 16;
-		__m512i kl = _mm512_loadu_si512((const void *)k128_desc[3 - j]);
-		__m512i f = _mm512_xor_si512(_mm512_clmulepi64_epi128(z, kl, 0x00),
-					     _mm512_clmulepi64_epi128(z, kl, 0x11));
-		__m256i h;
 
-		if (j == 0)
-			f = _mm512_mask_xor_epi64(f, 0xc0, f, z); /* lane 3 is the last block */
-		h = _mm256_xor_si256(_mm512_castsi512_si256(f), _mm512_extracti64x4_epi64(f, 1));
-		x = _mm_xor_si128(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-		for (size_t i = 0; i < j; i++) {
-			__m128i c = ld128(p + 16 * i, dst ? dst + 16 * i : NULL);
-
-			x = _mm_xor_si128(x, i + 1 < j ? fold128(c, _mm_load_si128(
-						(const __m128i *)(const void *)k128_desc[6 - (j - 1 - i)])) : c);
-		}
-		p += 16 * j;
-		dst = dst ? dst + 16 * j : NULL;
-		len -= 16 * j;
+		for (size_t i = 0; i + 1 < k; i++)
+			acc = fold512x(ld512(p + 64 * i, dst ? dst + 64 * i : NULL), K512(k - 1 - i),
+				       acc);
+		return vpcl_reduce512(acc);
 	}
-	return finish(x, p, dst, len, true); /* >= 192 bytes of p consumed */
 }
 
 static T_VPCLMUL uint32_t vpcl_crc(uint32_t state, const uint8_t *p, size_t len)
@@ -397,7 +419,7 @@ const struct mr_crc32_ops *mr_crc32_vpclmul_ops(void)
 	/* libgcc's feature bits include the OS check (XCR0 saves the ZMM state). */
 	if (mr_crc32_pclmul_ops() && __builtin_cpu_supports("vpclmulqdq") &&
 	    __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-	    __builtin_cpu_supports("avx512vl"))
+	    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi"))
 		return &vpcl_ops;
 	return NULL;
 }
