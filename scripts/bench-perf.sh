@@ -736,7 +736,14 @@ top = {
     "icrc_vs_rte_net_crc": icrc_ratio("rte_net_crc_avx512"),
     "icrc_vs_rte_net_crc_default": icrc_ratio("rte_net_crc_default"),
     "icrc_vs_table": icrc_ratio("icrc_table"),
+    # The carry-less multiplier's ceiling: the VPCLMULQDQ fold loop alone (bench_icrc's
+    # "clmul fold bound", not a CRC) against memcpy is the most icrc_vs_memcpy any CRC by
+    # folding could show on this core; the ICRC against it, how much of that it reaches.
+    "icrc_vs_fold_bound": icrc_ratio("clmul_fold_bound"),
 }
+_fb = [g("icrc.clmul_fold_bound_%d_Bps" % s) / g("icrc.memcpy_%d_Bps" % s) for s in big
+       if g("icrc.clmul_fold_bound_%d_Bps" % s) and g("icrc.memcpy_%d_Bps" % s)]
+top["fold_bound_vs_memcpy"] = round(statistics.median(_fb), 3) if _fb else None
 if top["icrc_vs_rte_net_crc"] is None:
     why["icrc_vs_rte_net_crc"] = "rte_net_crc not measured (EAL did not start)"
 # metaroce vs raw memif and TCP.
@@ -810,6 +817,7 @@ out_j["notes"] = notes
 out_j["quick"] = quick
 out_j["definitions"] = {
     "icrc_*": "median over 1024/1518/2048/4096-byte frames of ICRC bytes/s / baseline bytes/s, one core, CPU time",
+    "fold_bound_vs_memcpy": "the same median of the bare VPCLMULQDQ fold loop's bytes/s (four 512-bit accumulators, two products per 64 bytes, no reduction: not a CRC) / memcpy's: the ceiling of icrc_vs_memcpy for any CRC by folding on this core (session 24)",
     "write_vs_memif": "64 KiB WRITE goodput at IB MTU 4096 (port mtu 4200, memif bsize 4352) / raw memif bytes/s at 4154-byte frames (memif_pingpong blast -> sink), the mean of one measurement right before and one right after the WRITE run (daemons stopped meanwhile; since 2026-12-04)",
     "*_unpaired": "write_vs_memif, write_per_core_vs_tcp, rate_vs_memif and latency_vs_memif against the raw memif and kernel TCP figures of sections 2 and 4, measured minutes before (this machine's speed drifts: memif's own 82-byte rate ranged 11.5-22.9 Mframes/s over one evening)",
     "write_vs_tcp": "64 KiB WRITE goodput at IB MTU 4096 / one iperf3 stream goodput (veth, MTU 4200)",
@@ -830,7 +838,7 @@ out_j["definitions"] = {
 print()
 print("%-26s %s" % ("ratio", "value"))
 for k in ("icrc_vs_memcpy", "icrc_vs_rte_net_crc", "icrc_vs_rte_net_crc_default", "icrc_vs_table",
-          "write_vs_memif", "write_vs_tcp", "write_per_core_vs_tcp", "write_vs_memif_busy",
+          "icrc_vs_fold_bound", "fold_bound_vs_memcpy", "write_vs_memif", "write_vs_tcp", "write_per_core_vs_tcp", "write_vs_memif_busy",
           "write_vs_tcp_busy", "write_per_core_vs_tcp_busy", "write_vs_memif_1024",
           "write_vs_tcp_1024", "write_per_core_vs_tcp_1024", "rate_vs_memif",
           "rate_per_core_vs_memif", "rate_embed_vs_memif", "latency_vs_memif", "latency_send_vs_memif",
