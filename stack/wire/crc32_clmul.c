@@ -340,20 +340,43 @@ INLINE T_VPCLMUL uint32_t vpcl_run(uint32_t state, const uint8_t *or64, const ui
 	const __m512i k2048 = kvec(K_2080, K_2016);
 	const size_t z = (0 - len) & 63;
 	size_t rem = (len + z) / 64 - 4; /* blocks after the first four */
-	__m512i z0, z1, z2, z3, u0, u1, iota;
+	__m512i z0, z1, z2, z3, iota;
 
 	if (len < 256)
 		return or64 ? pcl_run(state, or64, p, NULL, len) : pcl_run(state, NULL, p, dst, len);
-	u0 = ld512(p, dst);
-	u1 = ld512(p + 64, dst ? dst + 64 : NULL);
-	if (or64)
-		u0 = _mm512_or_si512(u0, ld512(or64, NULL));
-	u0 = _mm512_xor_si512(u0, _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)state)));
+	/* The data of the first two padded blocks is read where it lies (a masked load: nothing
+	 * before p is touched, AVX-512 suppresses faults on masked-out bytes) and only the state
+	 * and the OR mask, known before the data arrives, are moved by z with byte permutes: the
+	 * data's path to the first multiply is a load and one ternary logic op. */
 	iota = _mm512_load_si512((const void *)iota64);
-	z0 = _mm512_maskz_permutexvar_epi8(~0ull << z, _mm512_sub_epi8(iota, _mm512_set1_epi8((char)z)),
-					   u0);
-	z1 = _mm512_permutex2var_epi8(u0, _mm512_add_epi8(iota, _mm512_set1_epi8((char)(64 - z))),
-				      u1);
+	{
+		const __mmask64 k0 = ~0ull << z;
+		const __m512i i0 = _mm512_sub_epi8(iota, _mm512_set1_epi8((char)z));
+		const __m512i i1 = _mm512_add_epi8(iota, _mm512_set1_epi8((char)(64 - z)));
+		const __m512i sv = _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)state));
+		const __m512i zero = _mm512_setzero_si512();
+		__m512i s0 = _mm512_maskz_permutexvar_epi8(k0, i0, sv);
+		__m512i s1 = _mm512_permutex2var_epi8(sv, i1, zero);
+		__m512i d0 = _mm512_maskz_loadu_epi8(k0, p - z);
+		__m512i d1 = _mm512_loadu_si512((const void *)(p + 64 - z));
+
+		if (dst) {
+			_mm512_mask_storeu_epi8(dst - z, k0, d0);
+			_mm512_storeu_si512((void *)(dst + 64 - z), d1);
+		}
+		if (or64) {
+			__m512i m = _mm512_loadu_si512((const void *)or64);
+			__m512i m0 = _mm512_maskz_permutexvar_epi8(k0, i0, m);
+			__m512i m1 = _mm512_permutex2var_epi8(m, i1, zero);
+
+			/* (d | m) ^ s */
+			z0 = _mm512_ternarylogic_epi64(d0, m0, s0, 0x56);
+			z1 = _mm512_ternarylogic_epi64(d1, m1, s1, 0x56);
+		} else {
+			z0 = _mm512_xor_si512(d0, s0);
+			z1 = _mm512_xor_si512(d1, s1);
+		}
+	}
 	p += 128 - z;
 	dst = dst ? dst + 128 - z : NULL;
 	z2 = ld512(p, dst);

@@ -107,18 +107,25 @@ __attribute__((target("vpclmulqdq,avx512f"), noinline)) static uint32_t fold_bou
 	const uint8_t *p, uint32_t len)
 {
 	const __m512i k = _mm512_broadcast_i32x4(_mm_set_epi64x(0x1322d1430ll, 0x11542778all));
-	__m512i a[4];
+	__m512i a0 = _mm512_loadu_si512((const void *)p);
+	__m512i a1 = _mm512_loadu_si512((const void *)(p + 64));
+	__m512i a2 = _mm512_loadu_si512((const void *)(p + 128));
+	__m512i a3 = _mm512_loadu_si512((const void *)(p + 192));
 
-	for (int i = 0; i < 4; i++)
-		a[i] = _mm512_loadu_si512((const void *)(p + 64 * i));
-	for (uint32_t o = 256; o + 256 <= len; o += 256)
-		for (int i = 0; i < 4; i++)
-			a[i] = _mm512_ternarylogic_epi64(
-				_mm512_clmulepi64_epi128(a[i], k, 0x00),
-				_mm512_clmulepi64_epi128(a[i], k, 0x11),
-				_mm512_loadu_si512((const void *)(p + o + 64 * i)), 0x96);
-	a[0] = _mm512_xor_si512(_mm512_xor_si512(a[0], a[1]), _mm512_xor_si512(a[2], a[3]));
-	return (uint32_t)_mm_cvtsi128_si32(_mm512_castsi512_si128(a[0]));
+	/* Four named registers, not an array: GCC kept an array's accumulators on the stack. */
+#define FOLD(a, off) \
+	a = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(a, k, 0x00), \
+				      _mm512_clmulepi64_epi128(a, k, 0x11), \
+				      _mm512_loadu_si512((const void *)(p + (off))), 0x96)
+	for (uint32_t o = 256; o + 256 <= len; o += 256) {
+		FOLD(a0, o);
+		FOLD(a1, o + 64);
+		FOLD(a2, o + 128);
+		FOLD(a3, o + 192);
+	}
+#undef FOLD
+	a0 = _mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3));
+	return (uint32_t)_mm_cvtsi128_si32(_mm512_castsi512_si128(a0));
 }
 #else
 static uint32_t fold_bound(const uint8_t *p, uint32_t len)
