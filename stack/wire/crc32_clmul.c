@@ -14,8 +14,9 @@
  * Every constant below is x^n mod P for the n in its name, as printed by
  * tests/wire/crc32_consts.py (kept with the code so that they can be checked).
  *
- * Bytes after the last whole 16-byte block are folded in with one shuffled block (tail_fold);
- * messages shorter than 16 bytes go through the slicing-by-8 table. The functions are
+ * In the PCLMULQDQ path, bytes after the last whole 16-byte block are folded in with one
+ * shuffled block (tail_fold); the VPCLMULQDQ path has no tail (zeros in front: vpcl_run).
+ * Messages shorter than 16 bytes go through the slicing-by-8 table. The functions are
  * compiled for their instruction sets with target attributes, so the build needs no -march and
  * the choice is made at run time (icrc.c).
  */
@@ -328,22 +329,22 @@ static const uint8_t iota64[64] __attribute__((aligned(64))) = {
 	44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,
 };
 
-/* len >= 256. The raw register's CRC does not change when zeros are put in front of the
- * message once the state is added into its first bytes (a zero register stays zero), so the
+/* The raw register's CRC does not change when zeros are put in front of the message once the
+ * state is added into its first bytes (a zero register stays zero), so from 256 bytes on the
  * message is taken as z = -len mod 64 zero bytes and then the message: whole 64-byte blocks
- * only, and no partial block at the end to shuffle in. The first two blocks are read in place
- * (the state and or64 applied there) and moved up by z bytes with byte permutes; the rest are
- * read at p + 128 - z onwards. */
+ * only, and no partial block at the end to shuffle in. The padded blocks start z bytes before
+ * p; the first one is read with those z bytes masked off. */
 INLINE T_VPCLMUL uint32_t vpcl_run(uint32_t state, const uint8_t *or64, const uint8_t *p,
 				   uint8_t *dst, size_t len)
 {
 	const __m512i k2048 = kvec(K_2080, K_2016);
 	const size_t z = (0 - len) & 63;
-	size_t rem = (len + z) / 64 - 4; /* blocks after the first four */
+	size_t rem;
 	__m512i z0, z1, z2, z3, iota;
 
 	if (len < 256)
 		return or64 ? pcl_run(state, or64, p, NULL, len) : pcl_run(state, NULL, p, dst, len);
+	rem = (len + z) / 64 - 4; /* blocks after the first four */
 	/* The data of the first two padded blocks is read where it lies (a masked load: nothing
 	 * before p is touched, AVX-512 suppresses faults on masked-out bytes) and only the state
 	 * and the OR mask, known before the data arrives, are moved by z with byte permutes: the
@@ -357,11 +358,12 @@ INLINE T_VPCLMUL uint32_t vpcl_run(uint32_t state, const uint8_t *or64, const ui
 		const __m512i zero = _mm512_setzero_si512();
 		__m512i s0 = _mm512_maskz_permutexvar_epi8(k0, i0, sv);
 		__m512i s1 = _mm512_permutex2var_epi8(sv, i1, zero);
-		__m512i d0 = _mm512_maskz_loadu_epi8(k0, p - z);
+		/* p - z by integer arithmetic: a pointer before the buffer is not formed in C */
+		__m512i d0 = _mm512_maskz_loadu_epi8(k0, (const void *)((uintptr_t)p - z));
 		__m512i d1 = _mm512_loadu_si512((const void *)(p + 64 - z));
 
 		if (dst) {
-			_mm512_mask_storeu_epi8(dst - z, k0, d0);
+			_mm512_mask_storeu_epi8((void *)((uintptr_t)dst - z), k0, d0);
 			_mm512_storeu_si512((void *)(dst + 64 - z), d1);
 		}
 		if (or64) {
