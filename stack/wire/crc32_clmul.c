@@ -7,9 +7,11 @@
  *     remainder mod P (the constants are bit-reflected and shifted left by one, because a
  *     reflected 64x64 product comes out one bit low);
  *   - four lanes run side by side (N = 512 bits) so that the multiplier's latency is hidden,
- *     then are folded into one, then 128 -> 64 bits and a Barrett reduction (u = x^64 / P)
- *     give the 32-bit register;
- *   - the VPCLMULQDQ path does the same on four 512-bit registers (sixteen lanes, N = 2048).
+ *     then are folded into one; the last 128 bits become a 96-bit remainder with one multiply
+ *     and that goes through the slicing-by-8 tables (finish96) for the 32-bit register;
+ *   - the VPCLMULQDQ path does the same on four 512-bit registers (sixteen lanes, N = 2048),
+ *     and takes the accumulators and last blocks to one 96-bit remainder in independent
+ *     multiplies (qprod).
  *
  * Every constant below is x^n mod P for the n in its name, as printed by
  * tests/wire/crc32_consts.py (kept with the code so that they can be checked).
@@ -35,28 +37,9 @@
 #define K_224 0x15a546366ull
 #define K_416 0x03db1ecdcull  /* fold by 384 */
 #define K_352 0x174359406ull
-#define K_64 0x163cd6124ull   /* 96 -> 64 bits */
-#define K_1056 0x1e88ef372ull /* fold by 1024 */
-#define K_992 0x14a7fe880ull
-#define K_1568 0x1821d8bc0ull /* fold by 1536 */
-#define K_1504 0x12e958ac4ull
 #define K_2080 0x11542778aull /* fold by 2048 */
 #define K_2016 0x1322d1430ull
-#define K_2592 0x00e9bd5ccull /* fold by 2560 */
-#define K_2528 0x115b87256ull
-#define K_3104 0x1f79525b0ull /* fold by 3072 */
-#define K_3040 0x0d31343eaull
-/* x^(32 (16 - i)) mod P for dword i of the last 512-bit register (vpcl_reduce512) */
-#define K_32 0x1db710640ull
-#define K_128 0x140d44a2eull
-#define K_192 0x065673b46ull
-#define K_256 0x1dac4fb5cull
-#define K_320 0x14e01d2d4ull
-#define K_384 0x02a283862ull
-#define K_448 0x1b2bdfa4cull
-#define K_512 0x111a288ceull
-#define BARRETT_P 0x1db710641ull /* P, reflected, 33 bits */
-#define BARRETT_U 0x1f7011641ull /* floor(x^64 / P), reflected */
+#define K_32 0x1db710640ull   /* the last qword's place in a 96-bit remainder (kq) */
 
 #define T_PCLMUL __attribute__((target("pclmul,sse4.1")))
 #define T_VPCLMUL \
@@ -88,34 +71,30 @@ INLINE T_PCLMUL __m128i merge4(__m128i x0, __m128i x1, __m128i x2, __m128i x3)
 	return _mm_xor_si128(x3, fold128(x2, _mm_set_epi64x((long long)K_96, (long long)K_160)));
 }
 
-/* 64-bit remainder (bits 0..63 of x, the rest zero) -> 32-bit CRC register, by Barrett:
- * q = floor(x / P) via u, remainder = x - q * P. */
-INLINE T_PCLMUL uint32_t barrett(__m128i x)
+/* 96-bit remainder V (bits 0..95 of v, the rest zero; bit i stands for x^(95 - i)) -> 32-bit
+ * CRC register, V(x) mod P: V's low 64 bits as eight message bytes through the slicing-by-8
+ * tables (Kounavis and Berry, "A Systematic Approach to Building High Performance Software-Based
+ * CRC Generators", 2005), XORed with V's high 32 bits, which stand where the register does. The
+ * lookups run on the integer side; a Barrett reduction after the multiplies that take 128 bits
+ * to 64 was four more dependent multiplies. */
+INLINE T_PCLMUL uint32_t finish96(__m128i v)
 {
-	const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
-	const __m128i poly = _mm_set_epi64x((long long)BARRETT_U, (long long)BARRETT_P);
-	__m128i t;
+	const uint32_t(*t)[256] = (const uint32_t(*)[256])mr_crc32_tab;
+	uint64_t lo = (uint64_t)_mm_cvtsi128_si64(v);
 
-	t = _mm_clmulepi64_si128(_mm_and_si128(x, mask32), poly, 0x10);
-	t = _mm_clmulepi64_si128(_mm_and_si128(t, mask32), poly, 0x00);
-	x = _mm_xor_si128(x, t);
-	return (uint32_t)_mm_extract_epi32(x, 1);
+	return (uint32_t)_mm_extract_epi32(v, 2) ^ t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^
+	       t[5][(lo >> 16) & 0xff] ^ t[4][(lo >> 24) & 0xff] ^ t[3][(lo >> 32) & 0xff] ^
+	       t[2][(lo >> 40) & 0xff] ^ t[1][(lo >> 48) & 0xff] ^ t[0][lo >> 56];
 }
 
-/* 128-bit remainder -> 32-bit CRC register. */
+/* 128-bit remainder -> 32-bit CRC register: its first qword times x^96 mod P (to the end, and
+ * on by the register's 32 bits) is a 96-bit product; the last qword is already where that puts
+ * it (q(x) x^32 is q in the top 64 bits of 96). */
 INLINE T_PCLMUL uint32_t reduce128(__m128i x)
 {
-	const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
-	const __m128i k = _mm_set_epi64x((long long)K_96, (long long)K_160);
-	__m128i t;
+	const __m128i k = _mm_set_epi64x(0, (long long)K_96);
 
-	/* 128 -> 96: low qword times x^96 mod P, added to the high qword. */
-	x = _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x10), _mm_srli_si128(x, 8));
-	/* 96 -> 64: low dword times x^64 mod P. */
-	t = _mm_srli_si128(x, 4);
-	x = _mm_clmulepi64_si128(_mm_and_si128(x, mask32), _mm_set_epi64x(0, (long long)K_64),
-				 0x00);
-	return barrett(_mm_xor_si128(x, t));
+	return finish96(_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_srli_si128(x, 8)));
 }
 
 /* pshufb/blend controls indexed by the tail length r (1..15): shift_tbl + r moves byte i to
@@ -277,15 +256,6 @@ INLINE T_VPCLMUL __m512i fold512x(__m512i z, __m512i k, __m512i b)
 					 _mm512_clmulepi64_epi128(z, k, 0x11), b, 0x96);
 }
 
-/* Fold-by-(512 m) constants, m = 0..6 (m = 0 unused), for the final merge of the four
- * accumulators and the last whole 64-byte blocks: every block folded straight to the end in
- * independent multiplies instead of one after the other. */
-static const uint64_t k512_m[7][2] __attribute__((aligned(16))) = {
-	{ 0, 0 }, { K_544, K_480 }, { K_1056, K_992 }, { K_1568, K_1504 }, { K_2080, K_2016 },
-	{ K_2592, K_2528 }, { K_3104, K_3040 },
-};
-#define K512(m) _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)(const void *)k512_m[m]))
-
 INLINE T_VPCLMUL __m512i ld512(const uint8_t *p, uint8_t *dst)
 {
 	__m512i v = _mm512_loadu_si512((const void *)p);
@@ -295,32 +265,46 @@ INLINE T_VPCLMUL __m512i ld512(const uint8_t *p, uint8_t *dst)
 	return v;
 }
 
-/* dword i of a 512-bit remainder stands 32 (15 - i) bits before its end: the constants that take
- * each (zero-extended to a qword) to the 64-bit remainder, x^(32 (16 - i)) mod P, in the order
- * of _mm512_cvtepu32_epi64 of the low and of the high half. */
-static const uint64_t kdw[16] __attribute__((aligned(64))) = {
-	K_512, K_480, K_448, K_416, K_384, K_352, K_320, K_288,
-	K_256, K_224, K_192, K_160, K_128, K_96, K_64, K_32,
+/* kq[m][j] = x^(512 m + 64 (7 - j) + 32) mod P: qword j of a 512-bit register that stands m
+ * blocks before the stream's last one, taken to the end of the stream and on by the 32 bits of
+ * the CRC register, in the order _mm512_clmulepi64_epi128 pairs them with the register's qwords
+ * (lane l holds qwords 2l and 2l + 1). From tests/wire/crc32_consts.py. */
+static const uint64_t kq[7][8] __attribute__((aligned(64))) = {
+	{ K_480, K_416, K_352, K_288, K_224, K_160, K_96, K_32 },
+	{ 0x14a7fe880ull, 0x1ea89367eull, 0x1d7cfc6acull, 0x0df068dc2ull, 0x18cb44e58ull,
+	  0x1c7569e54ull, 0x0ae0b5394ull, 0x154442bd4ull },
+	{ 0x12e958ac4ull, 0x1816ab61cull, 0x10aae2566ull, 0x0e3543be0ull, 0x14b57d3f0ull,
+	  0x1fdc60a7cull, 0x03f41287aull, 0x1e88ef372ull },
+	{ 0x1322d1430ull, 0x1db06f64cull, 0x1c47d2a9cull, 0x19159bb02ull, 0x125f17dfcull,
+	  0x1b35adb0eull, 0x1e7146aacull, 0x1821d8bc0ull },
+	{ 0x115b87256ull, 0x032b0733cull, 0x0ff6f2fc2ull, 0x1f7228078ull, 0x1aaa44c18ull,
+	  0x0a749e894ull, 0x16269a506ull, 0x11542778aull },
+	{ 0x0d31343eaull, 0x07eaed122ull, 0x09b9bdbd0ull, 0x11e6a95a2ull, 0x12af2c15aull,
+	  0x1ad568056ull, 0x1c712203aull, 0x00e9bd5ccull },
+	{ 0x0cd669a40ull, 0x13484efdcull, 0x0f9d9c7eeull, 0x04b700aa8ull, 0x0eea395c4ull,
+	  0x150fc8004ull, 0x04470ac44ull, 0x1f79525b0ull },
 };
 
-/* 512-bit remainder (the last four 16-byte blocks' worth, lane 3 last) -> 32-bit CRC register:
- * its sixteen dwords multiplied by their distances to the end in four independent multiplies,
- * summed into one 64-bit remainder, then Barrett. Three multiplies deep where the fold to 128
- * bits and reduce128 are five. */
-INLINE T_VPCLMUL uint32_t vpcl_reduce512(__m512i z)
+/* The 512 bits of v, m blocks before the last one, as four 96-bit products (one per lane) whose
+ * sum is congruent to their share of the CRC register: each qword times its kq constant (64 x 33
+ * bits), eight multiplies in two instructions. */
+INLINE T_VPCLMUL __m512i qprod(__m512i v, size_t m)
 {
-	__m512i lo = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(z));
-	__m512i hi = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(z, 1));
-	__m512i klo = _mm512_load_si512((const void *)kdw);
-	__m512i khi = _mm512_load_si512((const void *)(kdw + 8));
-	__m512i f = _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(lo, klo, 0x00),
-					      _mm512_clmulepi64_epi128(lo, klo, 0x11),
-					      _mm512_clmulepi64_epi128(hi, khi, 0x00), 0x96);
-	__m256i h;
+	const __m512i k = _mm512_load_si512((const void *)kq[m]);
 
-	f = _mm512_xor_si512(f, _mm512_clmulepi64_epi128(hi, khi, 0x11));
-	h = _mm256_xor_si256(_mm512_castsi512_si256(f), _mm512_extracti64x4_epi64(f, 1));
-	return barrett(_mm_xor_si128(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
+	return _mm512_xor_si512(_mm512_clmulepi64_epi128(v, k, 0x00),
+				_mm512_clmulepi64_epi128(v, k, 0x11));
+}
+
+/* Sum of qprod()s -> 32-bit CRC register. The CRC register of the stream's last blocks is the
+ * sum over their qwords q of q(x) x^(distance to the end + 32) mod P, which the products already
+ * are up to P: their four lanes' sum V (96 bits) is what remains (finish96). Every product is
+ * one multiply deep. */
+INLINE T_VPCLMUL uint32_t vpcl_finish(__m512i f)
+{
+	__m256i h = _mm256_xor_si256(_mm512_castsi512_si256(f), _mm512_extracti64x4_epi64(f, 1));
+
+	return finish96(_mm_xor_si128(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
 }
 
 static const uint8_t iota64[64] __attribute__((aligned(64))) = {
@@ -394,21 +378,18 @@ INLINE T_VPCLMUL uint32_t vpcl_run(uint32_t state, const uint8_t *or64, const ui
 		dst = dst ? dst + 256 : NULL;
 		rem -= 4;
 	}
-	/* The k (0..3) blocks left and the four accumulators, each folded by its distance to the
-	 * last block in independent multiplies. */
-	if (rem == 0)
-		return vpcl_reduce512(fold512x(z0, K512(3), fold512x(z1, K512(2),
-					       fold512x(z2, K512(1), z3))));
+	/* The k (0..3) blocks left and the four accumulators, each multiplied by its distance to
+	 * the end in independent multiplies (qprod). */
 	{
 		const size_t k = rem;
-		__m512i acc = fold512x(z0, K512(3 + k), fold512x(z1, K512(2 + k),
-				       fold512x(z2, K512(1 + k), fold512x(z3, K512(k),
-				       ld512(p + 64 * (k - 1), dst ? dst + 64 * (k - 1) : NULL)))));
+		__m512i f = _mm512_ternarylogic_epi64(qprod(z0, 3 + k), qprod(z1, 2 + k),
+						      qprod(z2, 1 + k), 0x96);
 
-		for (size_t i = 0; i + 1 < k; i++)
-			acc = fold512x(ld512(p + 64 * i, dst ? dst + 64 * i : NULL), K512(k - 1 - i),
-				       acc);
-		return vpcl_reduce512(acc);
+		f = _mm512_xor_si512(f, qprod(z3, k));
+		for (size_t i = 0; i < k; i++)
+			f = _mm512_xor_si512(f, qprod(ld512(p + 64 * i, dst ? dst + 64 * i : NULL),
+						      k - 1 - i));
+		return vpcl_finish(f);
 	}
 }
 

@@ -41,8 +41,11 @@ enum mr_crc32_impl mr_crc32_impl_get(void);
  * call before the data path starts. 0, or -ENOTSUP if this CPU cannot run it. */
 int mr_crc32_impl_set(enum mr_crc32_impl impl);
 
-/* The slicing-by-8 table path (crc32_table.c / icrc.c), used for tails by the CLMUL paths. */
+/* The slicing-by-8 table path (icrc.c), used for tails by the CLMUL paths. */
 uint32_t mr_crc32_table_raw(uint32_t state, const uint8_t *p, size_t len);
+/* Its tables (filled before main()): [k][b] is the raw CRC of byte b followed by k zero bytes.
+ * The VPCLMULQDQ path reduces its last 96-bit remainder with them. */
+extern uint32_t mr_crc32_tab[8][256];
 
 /* CLMUL paths (crc32_clmul.c); NULL ops on CPUs or compilers without them. */
 const struct mr_crc32_ops *mr_crc32_pclmul_ops(void);

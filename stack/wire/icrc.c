@@ -28,8 +28,9 @@
 #define MR_CRC32_POLY 0xedb88320u /* reflected 0x04c11db7 */
 
 /* Slicing-by-8 tables (Intel's "slicing-by-8", 2006): t[k][b] is the CRC of byte b followed by
- * k zero bytes. Built once before main() so the hot path has no initialisation test. */
-static uint32_t crc_tab[8][256];
+ * k zero bytes. Built once before main() so the hot path has no initialisation test. The
+ * VPCLMULQDQ path's last step reads them too (crc32_impl.h). */
+uint32_t mr_crc32_tab[8][256];
 
 static const struct mr_crc32_ops table_ops;
 static const struct mr_crc32_ops *crc_ops = &table_ops;
@@ -49,16 +50,18 @@ static void icrc_masks_init(void);
 
 __attribute__((constructor)) static void mr_crc32_init(void)
 {
+	uint32_t(*t)[256] = mr_crc32_tab;
+
 	for (uint32_t i = 0; i < 256; i++) {
 		uint32_t c = i;
 
 		for (int k = 0; k < 8; k++)
 			c = (c & 1) ? (c >> 1) ^ MR_CRC32_POLY : c >> 1;
-		crc_tab[0][i] = c;
+		t[0][i] = c;
 	}
 	for (uint32_t i = 0; i < 256; i++)
 		for (int k = 1; k < 8; k++)
-			crc_tab[k][i] = (crc_tab[k - 1][i] >> 8) ^ crc_tab[0][crc_tab[k - 1][i] & 0xff];
+			t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xff];
 	lrh_state = mr_crc32_table_raw(0xffffffffu, (const uint8_t[8]){ 0xff, 0xff, 0xff, 0xff,
 									0xff, 0xff, 0xff, 0xff }, 8);
 	icrc_masks_init();
@@ -67,6 +70,8 @@ __attribute__((constructor)) static void mr_crc32_init(void)
 
 uint32_t mr_crc32_table_raw(uint32_t c, const uint8_t *p, size_t len)
 {
+	uint32_t(*t)[256] = mr_crc32_tab; /* read only here */
+
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	while (len >= 8) {
 		uint32_t lo, hi;
@@ -74,16 +79,15 @@ uint32_t mr_crc32_table_raw(uint32_t c, const uint8_t *p, size_t len)
 		memcpy(&lo, p, 4);
 		memcpy(&hi, p + 4, 4);
 		lo ^= c;
-		c = crc_tab[7][lo & 0xff] ^ crc_tab[6][(lo >> 8) & 0xff] ^
-		    crc_tab[5][(lo >> 16) & 0xff] ^ crc_tab[4][lo >> 24] ^
-		    crc_tab[3][hi & 0xff] ^ crc_tab[2][(hi >> 8) & 0xff] ^
-		    crc_tab[1][(hi >> 16) & 0xff] ^ crc_tab[0][hi >> 24];
+		c = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^
+		    t[4][lo >> 24] ^ t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^
+		    t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
 		p += 8;
 		len -= 8;
 	}
 #endif
 	while (len--)
-		c = (c >> 8) ^ crc_tab[0][(c ^ *p++) & 0xff];
+		c = (c >> 8) ^ t[0][(c ^ *p++) & 0xff];
 	return c;
 }
 
