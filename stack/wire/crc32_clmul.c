@@ -269,7 +269,7 @@ INLINE T_VPCLMUL __m512i ld512(const uint8_t *p, uint8_t *dst)
  * blocks before the stream's last one, taken to the end of the stream and on by the 32 bits of
  * the CRC register, in the order _mm512_clmulepi64_epi128 pairs them with the register's qwords
  * (lane l holds qwords 2l and 2l + 1). From tests/wire/crc32_consts.py. */
-static const uint64_t kq[7][8] __attribute__((aligned(64))) = {
+static const uint64_t kq[8][8] __attribute__((aligned(64))) = {
 	{ K_480, K_416, K_352, K_288, K_224, K_160, K_96, K_32 },
 	{ 0x14a7fe880ull, 0x1ea89367eull, 0x1d7cfc6acull, 0x0df068dc2ull, 0x18cb44e58ull,
 	  0x1c7569e54ull, 0x0ae0b5394ull, 0x154442bd4ull },
@@ -283,6 +283,8 @@ static const uint64_t kq[7][8] __attribute__((aligned(64))) = {
 	  0x1ad568056ull, 0x1c712203aull, 0x00e9bd5ccull },
 	{ 0x0cd669a40ull, 0x13484efdcull, 0x0f9d9c7eeull, 0x04b700aa8ull, 0x0eea395c4ull,
 	  0x150fc8004ull, 0x04470ac44ull, 0x1f79525b0ull },
+	{ 0x1d741f35cull, 0x0398e2ff2ull, 0x1cf247394ull, 0x119adc226ull, 0x145972f08ull,
+	  0x144c76d92ull, 0x1b631f204ull, 0x0ad0d2bb2ull },
 };
 
 /* The 512 bits of v, m blocks before the last one, as four 96-bit products (one per lane) whose
@@ -313,56 +315,82 @@ static const uint8_t iota64[64] __attribute__((aligned(64))) = {
 	44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63,
 };
 
+/* The first two blocks of the padded stream (z zero bytes, then p; a second one only if two):
+ * the state added, the OR mask applied if given, copied to dst if given. The data is read where
+ * it lies (a masked load: nothing before p is touched, AVX-512 suppresses faults on masked-out
+ * bytes) and only the state and the OR mask, known before the data arrives, are moved by z with
+ * byte permutes: the data's path to the first multiply is a load and one ternary logic op. The
+ * state's four bytes lie in the first block, or run into the second when z > 60 (then there
+ * is a second). */
+INLINE T_VPCLMUL void vpcl_head(uint32_t state, const uint8_t *or64, const uint8_t *p,
+				uint8_t *dst, size_t z, bool two, __m512i *z0, __m512i *z1)
+{
+	const __m512i iota = _mm512_load_si512((const void *)iota64);
+	const __mmask64 k0 = ~0ull << z;
+	const __m512i i0 = _mm512_sub_epi8(iota, _mm512_set1_epi8((char)z));
+	const __m512i sv = _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)state));
+	const __m512i zero = _mm512_setzero_si512();
+	const __m512i m = or64 ? _mm512_loadu_si512((const void *)or64) : zero;
+	/* p - z by integer arithmetic: a pointer before the buffer is not formed in C */
+	__m512i d0 = _mm512_maskz_loadu_epi8(k0, (const void *)((uintptr_t)p - z));
+
+	if (dst)
+		_mm512_mask_storeu_epi8((void *)((uintptr_t)dst - z), k0, d0);
+	/* (d | m) ^ s; m is zero without or64 */
+	*z0 = _mm512_ternarylogic_epi64(d0, _mm512_maskz_permutexvar_epi8(k0, i0, m),
+					_mm512_maskz_permutexvar_epi8(k0, i0, sv), 0x56);
+	if (two) {
+		const __m512i i1 = _mm512_add_epi8(iota, _mm512_set1_epi8((char)(64 - z)));
+
+		*z1 = _mm512_ternarylogic_epi64(ld512(p + 64 - z, dst ? dst + 64 - z : NULL),
+						_mm512_permutex2var_epi8(m, i1, zero),
+						_mm512_permutex2var_epi8(sv, i1, zero), 0x56);
+	}
+}
+
+/* 64..256 padded bytes (one to four blocks), each block multiplied straight to the end (qprod:
+ * one multiply deep). Out of line: inlined, its code moved vpcl_run's loop and cost the
+ * longer frames 2 %. */
+static T_VPCLMUL __attribute__((noinline)) uint32_t vpcl_short(uint32_t state, const uint8_t *or64,
+								const uint8_t *p, uint8_t *dst,
+								size_t len)
+{
+	const size_t z = (0 - len) & 63;
+	const size_t nb = (len + z) / 64;
+	__m512i z0, z1, f;
+
+	if (nb == 1) { /* len == 64 */
+		vpcl_head(state, or64, p, dst, 0, false, &z0, &z1);
+		return vpcl_finish(qprod(z0, 0));
+	}
+	vpcl_head(state, or64, p, dst, z, true, &z0, &z1);
+	p += 128 - z;
+	dst = dst ? dst + 128 - z : NULL;
+	f = _mm512_xor_si512(qprod(z0, nb - 1), qprod(z1, nb - 2));
+	for (size_t i = 0; i + 2 < nb; i++)
+		f = _mm512_xor_si512(f, qprod(ld512(p + 64 * i, dst ? dst + 64 * i : NULL), nb - 3 - i));
+	return vpcl_finish(f);
+}
+
 /* The raw register's CRC does not change when zeros are put in front of the message once the
- * state is added into its first bytes (a zero register stays zero), so from 256 bytes on the
+ * state is added into its first bytes (a zero register stays zero), so from 64 bytes on the
  * message is taken as z = -len mod 64 zero bytes and then the message: whole 64-byte blocks
- * only, and no partial block at the end to shuffle in. The padded blocks start z bytes before
- * p; the first one is read with those z bytes masked off. */
+ * only, and no partial block at the end to shuffle in. Up to four blocks: vpcl_short. From
+ * five on, four accumulators fold the stream by 2048 bits until the last 0..3 blocks. */
 INLINE T_VPCLMUL uint32_t vpcl_run(uint32_t state, const uint8_t *or64, const uint8_t *p,
 				   uint8_t *dst, size_t len)
 {
 	const __m512i k2048 = kvec(K_2080, K_2016);
 	const size_t z = (0 - len) & 63;
+	__m512i z0, z1, z2, z3;
 	size_t rem;
-	__m512i z0, z1, z2, z3, iota;
 
-	if (len < 256)
+	if (len < 64)
 		return or64 ? pcl_run(state, or64, p, NULL, len) : pcl_run(state, NULL, p, dst, len);
+	if (len <= 256)
+		return vpcl_short(state, or64, p, dst, len);
 	rem = (len + z) / 64 - 4; /* blocks after the first four */
-	/* The data of the first two padded blocks is read where it lies (a masked load: nothing
-	 * before p is touched, AVX-512 suppresses faults on masked-out bytes) and only the state
-	 * and the OR mask, known before the data arrives, are moved by z with byte permutes: the
-	 * data's path to the first multiply is a load and one ternary logic op. */
-	iota = _mm512_load_si512((const void *)iota64);
-	{
-		const __mmask64 k0 = ~0ull << z;
-		const __m512i i0 = _mm512_sub_epi8(iota, _mm512_set1_epi8((char)z));
-		const __m512i i1 = _mm512_add_epi8(iota, _mm512_set1_epi8((char)(64 - z)));
-		const __m512i sv = _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)state));
-		const __m512i zero = _mm512_setzero_si512();
-		__m512i s0 = _mm512_maskz_permutexvar_epi8(k0, i0, sv);
-		__m512i s1 = _mm512_permutex2var_epi8(sv, i1, zero);
-		/* p - z by integer arithmetic: a pointer before the buffer is not formed in C */
-		__m512i d0 = _mm512_maskz_loadu_epi8(k0, (const void *)((uintptr_t)p - z));
-		__m512i d1 = _mm512_loadu_si512((const void *)(p + 64 - z));
-
-		if (dst) {
-			_mm512_mask_storeu_epi8((void *)((uintptr_t)dst - z), k0, d0);
-			_mm512_storeu_si512((void *)(dst + 64 - z), d1);
-		}
-		if (or64) {
-			__m512i m = _mm512_loadu_si512((const void *)or64);
-			__m512i m0 = _mm512_maskz_permutexvar_epi8(k0, i0, m);
-			__m512i m1 = _mm512_permutex2var_epi8(m, i1, zero);
-
-			/* (d | m) ^ s */
-			z0 = _mm512_ternarylogic_epi64(d0, m0, s0, 0x56);
-			z1 = _mm512_ternarylogic_epi64(d1, m1, s1, 0x56);
-		} else {
-			z0 = _mm512_xor_si512(d0, s0);
-			z1 = _mm512_xor_si512(d1, s1);
-		}
-	}
+	vpcl_head(state, or64, p, dst, z, true, &z0, &z1);
 	p += 128 - z;
 	dst = dst ? dst + 128 - z : NULL;
 	z2 = ld512(p, dst);

@@ -20,9 +20,9 @@ def refl(v, bits):
 
 for n in (544, 480, 160, 96, 288, 224, 416, 352, 2080, 2016, 32):
     print("K_%d 0x%09x" % (n, refl(xmod(n), 32) << 1))
-# vpcl_reduce: kq[m][j] = K_(512 m + 64 (7 - j) + 32), qword j of a 512-bit register m blocks
-# before the stream's last one (m = 0..6).
+# qprod: kq[m][j] = K_(512 m + 64 (7 - j) + 32), qword j of a 512-bit register m blocks
+# before the stream's last one (m = 0..7).
 print("kq:")
-for m in range(7):
+for m in range(8):
     print("\t{ " + ", ".join("0x%09xull" % (refl(xmod(512 * m + 64 * (7 - j) + 32), 32) << 1)
                             for j in range(8)) + " },")
