@@ -348,7 +348,7 @@ INLINE T_VPCLMUL void vpcl_head(uint32_t state, const uint8_t *or64, const uint8
 	}
 }
 
-/* 64..256 padded bytes (one to four blocks), each block multiplied straight to the end (qprod:
+/* 16..256 bytes (one to four padded blocks), each block multiplied straight to the end (qprod:
  * one multiply deep). Out of line: inlined, its code moved vpcl_run's loop and cost the
  * longer frames 2 %. */
 static T_VPCLMUL __attribute__((noinline)) uint32_t vpcl_short(uint32_t state, const uint8_t *or64,
@@ -359,8 +359,8 @@ static T_VPCLMUL __attribute__((noinline)) uint32_t vpcl_short(uint32_t state, c
 	const size_t nb = (len + z) / 64;
 	__m512i z0, z1, f;
 
-	if (nb == 1) { /* len == 64 */
-		vpcl_head(state, or64, p, dst, 0, false, &z0, &z1);
+	if (nb == 1) {
+		vpcl_head(state, or64, p, dst, z, false, &z0, &z1);
 		return vpcl_finish(qprod(z0, 0));
 	}
 	vpcl_head(state, or64, p, dst, z, true, &z0, &z1);
@@ -373,7 +373,7 @@ static T_VPCLMUL __attribute__((noinline)) uint32_t vpcl_short(uint32_t state, c
 }
 
 /* The raw register's CRC does not change when zeros are put in front of the message once the
- * state is added into its first bytes (a zero register stays zero), so from 64 bytes on the
+ * state is added into its first bytes (a zero register stays zero), so from 16 bytes on the
  * message is taken as z = -len mod 64 zero bytes and then the message: whole 64-byte blocks
  * only, and no partial block at the end to shuffle in. Up to four blocks: vpcl_short. From
  * five on, four accumulators fold the stream by 2048 bits until the last 0..3 blocks. */
@@ -385,7 +385,7 @@ INLINE T_VPCLMUL uint32_t vpcl_run(uint32_t state, const uint8_t *or64, const ui
 	__m512i z0, z1, z2, z3;
 	size_t rem;
 
-	if (len < 64)
+	if (len < 16)
 		return or64 ? pcl_run(state, or64, p, NULL, len) : pcl_run(state, NULL, p, dst, len);
 	if (len <= 256)
 		return vpcl_short(state, or64, p, dst, len);
