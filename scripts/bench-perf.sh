@@ -689,7 +689,7 @@ mr_section() {
 	# and its ACK: 2048 slow round trips of ~25 us); the daemons above had warmed theirs.
 	mr_paired write_lat_8_embed pp write_lat -s 8 -n 20000
 	mr_run send_lat_8_embed send_lat -s 8 -n 20000
-	mr_run write_rate_8_q16_embed write_bw -s 8 -q 16 -t 128 -D "$T"
+	mr_paired write_rate_8_q16_embed 82 write_bw -s 8 -q 16 -t 128 -D "$T"
 	mr_embed=0
 }
 
@@ -778,7 +778,8 @@ top["latency_vs_memif"] = ratio(rtt("mr.write_lat_8_embed_p50_us"),
 top["latency_send_vs_memif"] = ratio(rtt("mr.send_lat_8_embed_p50_us"), g("memif.rtt_p50_us"))
 top["latency_daemon_vs_memif"] = ratio(rtt("mr.write_lat_8_p50_us"), g("memif.rtt_p50_us"))
 re16 = g("mr.write_rate_8_q16_embed_mpps")
-top["rate_embed_vs_memif"] = ratio(re16 * 1e6 if re16 else None, g("memif.pps_82"))
+top["rate_embed_vs_memif"] = ratio(re16 * 1e6 if re16 else None,
+                                   paired("memif.pps_82%s", "write_rate_8_q16_embed"))
 top["latency_send_events_vs_memif"] = ratio(rtt("mr.send_lat_8_p50_us"), g("memif.rtt_p50_us"))
 # The same against the section-2/4 baselines, measured minutes before (as until 2026-12-04).
 bw_ratios("_unpaired", "write_bw_65536_mtu4096", 4154, "tcpj", pair=False)
@@ -828,7 +829,7 @@ out_j["definitions"] = {
     "latency_vs_memif": "8 B write ping-pong round trip p50 (2 x perftest's one-way t_typical), metaroce run to completion (engine embedded in each mrperf, $METAROCE_ENGINE: one polling thread per side, as memif_pingpong) / raw memif 82-byte ping-pong RTT p50, the mean of one ping-pong right before and one right after (lower is better; until 2026-12-03 the daemon figure below)",
     "latency_send_vs_memif": "the same for 8 B send ping-pong (embedded, polling)",
     "latency_daemon_vs_memif": "8 B write ping-pong round trip p50 through two metaroced daemons (apps poll with --yield: 4 pollers on the machine's 2 CPUs) / raw memif ping-pong RTT p50",
-    "rate_embed_vs_memif": "8 B WRITE messages/s at 16 QPs, engine embedded in each mrperf (one thread per side posts, polls and runs the engine) / raw memif frames/s at 82 B",
+    "rate_embed_vs_memif": "8 B WRITE messages/s at 16 QPs, engine embedded in each mrperf (one thread per side posts, polls and runs the engine) / raw memif frames/s at 82 B, measured right before and after it (since session 25)",
     "latency_send_events_vs_memif": "8 B send ping-pong round trip p50 (2 x t_typical) with -e (apps sleep on CQ events) / raw memif 82-byte ping-pong RTT p50",
     "metaroce runs": "bandwidth and send_lat: mrperf -e (apps sleep on completion events); message rates and write_lat: --yield (apps poll, yielding the CPU after 2 empty polls: 15-20 % more messages/s than -e here)",
     "qp_scaling": "8 B WRITE messages/s at 1024 QPs (16 outstanding each) / at 1 QP (128 outstanding)",
