@@ -75,8 +75,8 @@ INLINE T_PCLMUL __m128i merge4(__m128i x0, __m128i x1, __m128i x2, __m128i x3)
  * CRC register, V(x) mod P: V's low 64 bits as eight message bytes through the slicing-by-8
  * tables (Kounavis and Berry, "A Systematic Approach to Building High Performance Software-Based
  * CRC Generators", 2005), XORed with V's high 32 bits, which stand where the register does. The
- * lookups run on the integer side; a Barrett reduction after the multiplies that take 128 bits
- * to 64 was four more dependent multiplies. */
+ * lookups run on the integer side, beside the multiplier: a 64-bit Barrett reduction is two
+ * dependent multiplies (and equals four of these lookups). */
 INLINE T_PCLMUL uint32_t finish96(__m128i v)
 {
 	const uint32_t(*t)[256] = (const uint32_t(*)[256])mr_crc32_tab;
