@@ -205,17 +205,22 @@ memif_rate() { # SIZE [SFX]; a sink that measured nothing (seen 1 run in 50: the
 	grep '^TSC:' "$work/mb-sink-$size$sfx.log" | sed 's/^/    sink /'
 }
 
-memif_pingpong() { # SIZE [SFX] (as memif_rate)
-	local size=$1 sfx=${2:-} sock="$work/pp.sock" srv
+memif_pingpong() { # SIZE [SFX [warm]] (as memif_rate; warm: keys rtt_warm_*, both ends warm
+	# their transmit ring as metaroced does, MEMIF_PP_WARM)
+	local size=$1 sfx=${2:-} sock="$work/pp.sock" srv env=() kp=
+	[ "${3:-}" = warm ] && env=(MEMIF_PP_WARM=1) kp=warm_
 	rm -f "$sock"
-	"$bdir/tests/dpdk/memif_pingpong" echo "$sock" "$size" 0 -l "$cpu_b" "${EAL_T[@]}" \
-		--file-prefix="${tag}ppe" > "$work/pp-echo.log" 2>&1 &
+	env "${env[@]}" "$bdir/tests/dpdk/memif_pingpong" echo "$sock" "$size" 0 -l "$cpu_b" \
+		"${EAL_T[@]}" --file-prefix="${tag}ppe" > "$work/pp-echo.log" 2>&1 &
 	srv=$!
 	pids+=($srv)
 	sleep 1
-	if "$bdir/tests/dpdk/memif_pingpong" ping "$sock" "$size" "$LAT_N" -l "$cpu_a" \
-		"${EAL_T[@]}" --file-prefix="${tag}ppp" > "$work/pp-ping.log" 2>&1; then
-		grep '^RESULT' "$work/pp-ping.log" | while read -r _ k v; do put "memif.$k$sfx" "$v"; done
+	if env "${env[@]}" "$bdir/tests/dpdk/memif_pingpong" ping "$sock" "$size" "$LAT_N" \
+		-l "$cpu_a" "${EAL_T[@]}" --file-prefix="${tag}ppp" > "$work/pp-ping.log" 2>&1; then
+		grep '^RESULT' "$work/pp-ping.log" | while read -r _ k v; do
+			put "memif.${k/rtt_/rtt_$kp}$sfx" "$v"
+		done
+		[ -n "$kp" ] && sed -i 's/^memif ping-pong/memif ping-pong (warmed)/' "$work/pp-ping.log"
 		grep -v '^RESULT' "$work/pp-ping.log" | grep -i rtt | sed 's/^/  /'
 		grep '^TSC:' "$work/pp-ping.log" | sed 's/^/    ping /'
 	else
@@ -250,6 +255,7 @@ memif_section() {
 		memif_rate $s
 	done
 	memif_pingpong 82
+	memif_pingpong 82 "" warm
 }
 
 # ---- 4. kernel TCP over veth ----
@@ -515,8 +521,11 @@ print("  %-22s %s; %s %s (%s)" % (key, line, label, cores, detail))
 PY
 }
 
-mr_embed_conf() { # e_a.conf (memif client, CPU a) and e_b.conf (server, CPU b), IB MTU 1024
-	local n role ip lc
+mr_embed_conf() { # [nowarm]: e_a.conf (memif client, CPU a) and e_b.conf (server, CPU b),
+	# IB MTU 1024; nowarm: [port] tx_warm = false (the transmit ring not warmed, as before
+	# session 26)
+	local n role ip lc warm=true
+	[ "${1:-}" = nowarm ] && warm=false
 	for n in a b; do
 		role=client ip=198.18.0.1 lc=$cpu_a
 		[ $n = b ] && role=server ip=198.18.0.2 lc=$cpu_b
@@ -525,6 +534,7 @@ mr_embed_conf() { # e_a.conf (memif client, CPU a) and e_b.conf (server, CPU b),
 eal_args = --vdev=net_memif0,role=$role,id=0,socket=$work/emb-memif.sock,socket-abstract=no,rsize=12
 ipv4 = $ip
 mtu = 1500
+tx_warm = $warm
 [engine]
 lcores = $lc
 idle_sleep_us = 0
@@ -593,6 +603,7 @@ mr_baseline() {
 	cacheline "${key}_$when"
 	if [ "$base" = pp ]; then
 		memif_pingpong 82 "_${key}_$when"
+		memif_pingpong 82 "_${key}_$when" warm
 	else
 		memif_rate "$base" "_${key}_$when"
 	fi
@@ -688,6 +699,12 @@ mr_section() {
 	# 4096 ring slots faults in the region's 4 KiB pages (two frames per round trip, a WRITE
 	# and its ACK: 2048 slow round trips of ~25 us); the daemons above had warmed theirs.
 	mr_paired write_lat_8_embed pp write_lat -s 8 -n 20000
+	# The same without warming memif's transmit ring (full runs): what it buys, in this run.
+	if [ $quick = 0 ]; then
+		mr_embed_conf nowarm
+		mr_run write_lat_8_embed_nowarm write_lat -s 8 -n 20000
+		mr_embed_conf
+	fi
 	mr_run send_lat_8_embed send_lat -s 8 -n 20000
 	mr_paired write_rate_8_q16_embed 82 write_bw -s 8 -q 16 -t 128 -D "$T"
 	mr_embed=0
@@ -775,6 +792,15 @@ def rtt(k):
     return 2 * x if x is not None else None
 top["latency_vs_memif"] = ratio(rtt("mr.write_lat_8_embed_p50_us"),
                                 paired("memif.rtt_p50_us%s", "write_lat_8_embed"))
+# The same against a ping-pong whose two ends warm their transmit ring as metaroced does
+# (drivers/dpdk/memif_warm.h): what the ratio is once the PMD gets that help too.
+top["latency_vs_memif_warm"] = ratio(rtt("mr.write_lat_8_embed_p50_us"),
+                                     paired("memif.rtt_warm_p50_us%s", "write_lat_8_embed"))
+# Full runs: the same engine with [port] tx_warm = false, right after (session 26's A/B).
+top["latency_nowarm_vs_memif"] = ratio(rtt("mr.write_lat_8_embed_nowarm_p50_us"),
+                                       paired("memif.rtt_p50_us%s", "write_lat_8_embed"))
+if top["latency_nowarm_vs_memif"] is None and quick:
+    why["latency_nowarm_vs_memif"] = "not run with --quick"
 top["latency_send_vs_memif"] = ratio(rtt("mr.send_lat_8_embed_p50_us"), g("memif.rtt_p50_us"))
 top["latency_daemon_vs_memif"] = ratio(rtt("mr.write_lat_8_p50_us"), g("memif.rtt_p50_us"))
 re16 = g("mr.write_rate_8_q16_embed_mpps")
@@ -799,6 +825,8 @@ for k, src in (("write_vs_memif", "write_bw/memif"), ("write_vs_tcp", "write_bw/
                ("write_per_core_vs_tcp_1024", "write_bw/iperf3 CPU"), ("rate_vs_memif", "rate/memif"),
                ("rate_per_core_vs_memif", "rate per engine core/memif per poller core"),
                ("latency_vs_memif", "embedded write_lat/memif ping-pong"),
+               ("latency_vs_memif_warm", "embedded write_lat/warmed memif ping-pong"),
+               ("latency_nowarm_vs_memif", "embedded write_lat, tx_warm off/memif ping-pong"),
                ("latency_send_vs_memif", "embedded send_lat/memif ping-pong"),
                ("latency_daemon_vs_memif", "write_lat/memif ping-pong"),
                ("rate_embed_vs_memif", "embedded rate/memif"),
@@ -827,6 +855,8 @@ out_j["definitions"] = {
     "rate_vs_memif": "8 B WRITE messages/s at 16 QPs / raw memif frames/s at 82 B, the mean of one measurement right before and one right after the rate run (as write_vs_memif)",
     "rate_per_core_vs_memif": "(8 B WRITE messages/s at 16 QPs / engine cores used, both daemons) / (raw memif frames/s at 82 B / cores its two pollers used); the apps' CPU is not counted (the machine's total is printed with each run)",
     "latency_vs_memif": "8 B write ping-pong round trip p50 (2 x perftest's one-way t_typical), metaroce run to completion (engine embedded in each mrperf, $METAROCE_ENGINE: one polling thread per side, as memif_pingpong) / raw memif 82-byte ping-pong RTT p50, the mean of one ping-pong right before and one right after (lower is better; until 2026-12-03 the daemon figure below)",
+    "latency_vs_memif_warm": "the same round trip / the 82-byte ping-pong with both ends warming their memif transmit ring when a frame arrives, as metaroced does since session 26 ([port] tx_warm, drivers/dpdk/memif_warm.h; memif_pingpong with MEMIF_PP_WARM=1, measured right before and after as the raw one): the ratio against a PMD given the same help",
+    "latency_nowarm_vs_memif": "full runs: the embedded write_lat again with [port] tx_warm = false (the memif transmit ring not warmed, as until session 26), over the same baseline as latency_vs_memif",
     "latency_send_vs_memif": "the same for 8 B send ping-pong (embedded, polling)",
     "latency_daemon_vs_memif": "8 B write ping-pong round trip p50 through two metaroced daemons (apps poll with --yield: 4 pollers on the machine's 2 CPUs) / raw memif ping-pong RTT p50",
     "rate_embed_vs_memif": "8 B WRITE messages/s at 16 QPs, engine embedded in each mrperf (one thread per side posts, polls and runs the engine) / raw memif frames/s at 82 B, measured right before and after it (since session 25)",
@@ -840,7 +870,8 @@ for k in ("icrc_vs_memcpy", "icrc_vs_rte_net_crc", "icrc_vs_rte_net_crc_default"
           "icrc_vs_fold_bound", "fold_bound_vs_memcpy", "write_vs_memif", "write_vs_tcp", "write_per_core_vs_tcp", "write_vs_memif_busy",
           "write_vs_tcp_busy", "write_per_core_vs_tcp_busy", "write_vs_memif_1024",
           "write_vs_tcp_1024", "write_per_core_vs_tcp_1024", "rate_vs_memif",
-          "rate_per_core_vs_memif", "rate_embed_vs_memif", "latency_vs_memif", "latency_send_vs_memif",
+          "rate_per_core_vs_memif", "rate_embed_vs_memif", "latency_vs_memif", "latency_vs_memif_warm",
+          "latency_nowarm_vs_memif", "latency_send_vs_memif",
           "latency_daemon_vs_memif", "latency_send_events_vs_memif", "write_vs_memif_unpaired",
           "write_vs_tcp_unpaired", "write_per_core_vs_tcp_unpaired",
           "rate_vs_memif_unpaired", "latency_vs_memif_unpaired", "qp_scaling", "qp_scaling_64"):

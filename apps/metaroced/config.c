@@ -27,6 +27,7 @@ void mr_config_defaults(struct mr_daemon_config *cfg)
 	cfg->n_lcores = 1;
 	cfg->idle_sleep_us = 0;
 	cfg->idle_yield = true;
+	cfg->tx_warm = true;
 	cfg->max_qp = 1024;
 	cfg->max_mr = 4096;
 	cfg->max_cq = 1024;
@@ -216,6 +217,8 @@ static int set_key(struct parse_state *ps, struct mr_daemon_config *cfg, const c
 		cfg->has_mac = true;
 		return get_mac(ps, key, v, cfg->mac);
 	}
+	if (!strcmp(s, "port") && !strcmp(key, "tx_warm"))
+		return get_bool(ps, key, v, &cfg->tx_warm);
 	if (!strcmp(s, "roce") && !strcmp(key, "ecn"))
 		return get_bool(ps, key, v, &cfg->ecn);
 	if (!strcmp(s, "engine") && !strcmp(key, "idle_yield"))

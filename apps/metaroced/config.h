@@ -35,6 +35,7 @@ struct mr_daemon_config {
 	uint32_t mtu;             /* Ethernet MTU (IP packet size) */
 	uint32_t ib_mtu;          /* derived: largest IB MTU that fits, A17.4.1 */
 	uint16_t vlan;            /* 0 = untagged */
+	bool tx_warm;             /* net_memif: warm the transmit ring (drivers/dpdk/memif_warm.h) */
 	uint8_t pcp;              /* 802.1Q priority for RoCE traffic */
 	/* [roce] */
 	uint8_t dscp;             /* RoCE data DSCP */

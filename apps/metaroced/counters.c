@@ -149,6 +149,8 @@ void mr_cnt_port(const struct mr_cnt_sink *k, const struct mr_dpdk_port_stats *p
 	c(k, "rx_mbuf_allocation_errors", ps->rx_nombuf);
 	c(k, "tx_drop_buffer", ps->tx_buffer_drops);
 	c(k, "tx_drop_mbuf_alloc", ps->mbuf_alloc_fail);
+	c(k, "tx_memif_warm", ps->tx_warm);
+	c(k, "tx_memif_warm_slips", ps->tx_warm_slips);
 }
 
 void mr_cnt_neigh(const struct mr_cnt_sink *k, const struct mr_neigh_stats *ns)

@@ -254,6 +254,7 @@ static int setup_io(struct mr_daemon *d, unsigned int nshards)
 	pc.mac = c->has_mac ? c->mac : NULL;
 	pc.promiscuous = true;       /* af_packet on a shared segment; filtered in engine_rx.c */
 	pc.allmulticast = c->has_ipv6;
+	pc.no_tx_warm = !c->tx_warm;
 	if (nshards > 1)
 		/* dpdk_port.c's default (1024 rx + 1024 tx descriptors + a 32-frame tx buffer,
 		 * 256 cached per lcore, 2048 spare) plus the frames in the shards' rx rings. */

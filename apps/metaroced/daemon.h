@@ -160,6 +160,7 @@ struct mr_daemon {
 	uint16_t ip_id;
 	bool tx_csum_offload;       /* the port fills IPv4 header checksums (MR_DPDK_CAP_TX_IPV4_CKSUM) */
 	bool tx_pending;            /* frames queued in the port's tx buffer this iteration */
+	int warm_state;             /* memif transmit-ring warming: 0 on, else why not (engine.c) */
 	struct mr_held held[MR_HELD_MAX];
 	unsigned int nheld;
 	uint64_t held_next_check;   /* held frames are re-examined at most every ms (or on ARP) */

@@ -9,7 +9,9 @@
  * The port's link is followed while running (follow_link): net_memif's comes up only when its
  * peer connects, which may be long after start-up.
  */
+#include <errno.h>
 #include <sched.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <stdatomic.h>
 #include <time.h>
@@ -105,6 +107,10 @@ static unsigned int rx_burst(struct mr_daemon *d, uint64_t now)
 	struct rte_mbuf *bufs[MR_RX_BURST], *done[MR_RX_BURST];
 	uint16_t n = mr_dpdk_port_rx_burst(d->port, 0, bufs, MR_RX_BURST);
 	uint16_t i, ndone = 0;
+
+	/* A request in: its response and ACK go out soon, through lines the peer holds. */
+	if (n > 0)
+		mr_dpdk_port_tx_warm(d->port);
 
 	for (i = 0; i < n; i++) {
 		uint32_t len;
@@ -252,6 +258,24 @@ static _Atomic uint32_t link_word = UINT32_MAX;
 /* Follow link changes into the backend (port state for query_port, the CC's line rate); when
  * the link comes up, announce our address again (RFC 5227 3) since the first announcement may
  * have gone nowhere. */
+/* memif's transmit-ring warming (drivers/dpdk/memif_warm.h) follows the link; its state is
+ * logged when it changes. */
+static void follow_warm(struct mr_daemon *d, bool up, bool first)
+{
+	int was = d->warm_state, now = mr_dpdk_port_warm_follow(d->port, up);
+
+	d->warm_state = now;
+	if ((now == was && !first) || now == -EOPNOTSUPP || now == -ENOLINK)
+		return;
+	if (now == 0)
+		mr_log(MR_LOG_INFO, "port %u: memif transmit ring warmed ahead of responses",
+		       d->cfg.port_id);
+	else
+		mr_log(MR_LOG_INFO, "port %u: memif transmit ring not warmed: %s", d->cfg.port_id,
+		       now == -EEXIST ? "more than one memif region in this process" :
+		       now == -EPROTO ? "region not laid out as expected" : strerror(-now));
+}
+
 static void follow_link(struct mr_daemon *d, uint32_t *seen)
 {
 	uint32_t w;
@@ -261,6 +285,7 @@ static void follow_link(struct mr_daemon *d, uint32_t *seen)
 
 		if (mr_dpdk_port_link(d->port, 0, &l) < 0)
 			return;
+		follow_warm(d, l.up, *seen == UINT32_MAX);
 		w = (uint32_t)l.up | (l.speed_mbps & 0x7fffffffu) << 1;
 		atomic_store_explicit(&link_word, w, memory_order_relaxed);
 	} else {

@@ -221,9 +221,10 @@ void mr_stats_print(const struct mr_stats_view *v, FILE *f, bool final)
 
 	fprintf(f, "%s: port ipackets=%" PRIu64 " opackets=%" PRIu64 " ibytes=%" PRIu64
 		" obytes=%" PRIu64 " imissed=%" PRIu64 " ierrors=%" PRIu64 " oerrors=%" PRIu64
-		" rx_nombuf=%" PRIu64 " tx_buffer_drops=%" PRIu64 "\n", tag, ps.ipackets,
+		" rx_nombuf=%" PRIu64 " tx_buffer_drops=%" PRIu64 " tx_warm=%" PRIu64
+		" tx_warm_slips=%" PRIu64 "\n", tag, ps.ipackets,
 		ps.opackets, ps.ibytes, ps.obytes, ps.imissed, ps.ierrors, ps.oerrors,
-		ps.rx_nombuf, ps.tx_buffer_drops);
+		ps.rx_nombuf, ps.tx_buffer_drops, ps.tx_warm, ps.tx_warm_slips);
 	fprintf(f, "%s: engine iterations=%" PRIu64 " idle_sleeps=%" PRIu64 " load_sleeps=%" PRIu64
 		" rx=%" PRIu64
 		" rx_roce=%" PRIu64 " rx_neigh=%" PRIu64 " rx_not_for_us=%" PRIu64

@@ -86,6 +86,8 @@ static void port_engine(struct mr_json *j, const struct mr_stats_view *v)
 	mr_json_u64(j, "rx_nombuf", ps.rx_nombuf);
 	mr_json_u64(j, "tx_buffer_drops", ps.tx_buffer_drops);
 	mr_json_u64(j, "mbuf_alloc_fail", ps.mbuf_alloc_fail);
+	mr_json_u64(j, "tx_warm", ps.tx_warm);
+	mr_json_u64(j, "tx_warm_slips", ps.tx_warm_slips);
 	mr_json_obj_end(j);
 
 	mr_json_obj_begin(j, "engine");

@@ -28,6 +28,7 @@
 #include <rte_mempool.h>
 
 #include "dpdk_port.h"
+#include "memif_warm.h"
 
 #define DEF_NB_DESC 1024
 #define DEF_MTU RTE_ETHER_MTU
@@ -73,6 +74,14 @@ struct mr_dpdk_port {
 	struct rte_ether_addr mac;
 	struct rte_mempool *pool;
 	struct mr_dpdk_txq *txq;
+	/* net_memif (copy mode): queue 0's transmit ring warmed when a frame arrives
+	 * (memif_warm.h); located on each link-up by mr_dpdk_port_warm_follow. */
+	bool warm_able;       /* memif, copy mode, warming not disabled */
+	bool memif_client;    /* role=client: we send on C2S */
+	bool warm_seg_slots;  /* the PMD's transmit takes a slot per segment (else per frame) */
+	bool warm_link_up;    /* the link as the last follow saw it */
+	int warm_err;         /* the last find's result (0: on) */
+	struct mr_memif_warm warm;
 };
 
 static int find_port(const struct mr_dpdk_port_conf *conf, uint16_t *pid)
@@ -135,6 +144,34 @@ static int setup_txq(struct mr_dpdk_port *p, uint16_t tx_burst, int socket)
  * dropped: every such drop costs plain RC a Local ACK Timeout or a go-back-N resend of the
  * window (IBA 9.7.5.1.2), and the engine stops asking the transport for frames while the
  * queue is full (mr_dpdk_port_tx_room). */
+/* The slots n frames take in memif's transmit ring (read before the PMD frees them). */
+static uint32_t warm_slots(const struct mr_dpdk_port *p, struct rte_mbuf *const *m, uint16_t n)
+{
+	uint32_t slots = n;
+
+	if (p->warm_seg_slots)
+		for (uint16_t i = 0; i < n; i++)
+			slots += m[i]->nb_segs - 1u;
+	return slots;
+}
+
+/* rte_eth_tx_burst on a warmed queue: our next slot moves by what was sent. With n_left and
+ * head (a txq's backlog) the backlog is updated as txq_send does. */
+static uint16_t warm_tx(struct mr_dpdk_port *p, uint16_t q, struct rte_mbuf **m, uint16_t n,
+			uint16_t *n_left, uint16_t *head)
+{
+	uint32_t all = warm_slots(p, m, n);
+	uint16_t sent = rte_eth_tx_burst(p->port_id, q, m, n);
+
+	/* the frames not sent are still ours to read */
+	mr_memif_warm_sent(&p->warm, (uint16_t)(all - warm_slots(p, m + sent, (uint16_t)(n - sent))));
+	if (n_left != NULL) {
+		*n_left = (uint16_t)(n - sent);
+		*head = *n_left == 0 ? 0 : (uint16_t)(*head + sent);
+	}
+	return sent;
+}
+
 static uint16_t txq_send(struct mr_dpdk_port *p, uint16_t q)
 {
 	struct mr_dpdk_txq *t = &p->txq[q];
@@ -144,6 +181,8 @@ static uint16_t txq_send(struct mr_dpdk_port *p, uint16_t q)
 		return 0;
 	/* What the PMD does not take stays in place: the head moves, nothing is copied (a
 	 * memmove per partial burst cost up to 8 KiB each with a full backlog). */
+	if (q == 0 && p->warm.ring != NULL)
+		return warm_tx(p, q, t->pend + t->head, t->n, &t->n, &t->head);
 	sent = rte_eth_tx_burst(p->port_id, q, t->pend + t->head, t->n);
 	t->n = (uint16_t)(t->n - sent);
 	t->head = t->n == 0 ? 0 : (uint16_t)(t->head + sent);
@@ -152,6 +191,7 @@ static uint16_t txq_send(struct mr_dpdk_port *p, uint16_t q)
 
 static void free_port(struct mr_dpdk_port *p)
 {
+	mr_memif_warm_off(&p->warm);
 	/* The backlog goes out (what the PMD takes) while the port still runs: a tx burst on a
 	 * stopped port reaches ethdev's stub, which logs an error and a stack dump. */
 	if (p->txq != NULL) {
@@ -198,6 +238,25 @@ static uint32_t devarg_u32(const struct rte_eth_dev_info *info, const char *key,
 	return x;
 }
 
+/* Whether the port's devarg key equals val (memif's role=client, zero-copy=yes). */
+static bool devarg_is(const struct rte_eth_dev_info *info, const char *key, const char *val)
+{
+	const struct rte_devargs *da = info->device != NULL ? rte_dev_devargs(info->device) : NULL;
+	struct rte_kvargs *kv;
+	const char *v;
+	bool is = false;
+
+	if (da == NULL || da->args == NULL || da->args[0] == '\0')
+		return false;
+	kv = rte_kvargs_parse(da->args, NULL);
+	if (kv == NULL)
+		return false;
+	v = rte_kvargs_get(kv, key);
+	is = v != NULL && strcmp(v, val) == 0;
+	rte_kvargs_free(kv);
+	return is;
+}
+
 /* What ethdev is told for an MTU on this port. DPDK 22.11's net_af_packet and net_memif report
  * a fixed max_rx_pktlen of 1518 whatever they carry, so rte_eth_dev_configure() refuses jumbo
  * MTUs although
@@ -231,6 +290,10 @@ static int soft_mtu(struct mr_dpdk_port *p, const struct rte_eth_dev_info *info)
 		p->pmd_frame = fs > AFP_FRAME_HDR ? fs - AFP_FRAME_HDR : 0;
 	} else {
 		p->pmd_frame = devarg_u32(info, "bsize", MEMIF_DEF_BSIZE);
+		/* The PMD's role defaults to server; zero-copy rings carry the mbufs' own memory
+		 * (another layout): not warmed. */
+		p->memif_client = devarg_is(info, "role", "client");
+		p->warm_able = !devarg_is(info, "zero-copy", "yes");
 	}
 	if (p->pmd_frame < RTE_ETHER_MIN_LEN + RTE_VLAN_HLEN)
 		return -EINVAL;
@@ -395,6 +458,8 @@ struct mr_dpdk_port *mr_dpdk_port_open(const struct mr_dpdk_port_conf *c)
 	p = calloc(1, sizeof(*p));
 	if (p == NULL)
 		return NULL;
+	mr_memif_warm_init(&p->warm);
+	p->warm_err = -ENOENT;
 	promisc = c->promiscuous;
 	p->port_id = pid;
 	p->nb_queues = c->nb_queues ? c->nb_queues : 1;
@@ -413,6 +478,13 @@ struct mr_dpdk_port *mr_dpdk_port_open(const struct mr_dpdk_port_conf *c)
 		rc = configure(p, c, &info, &nb_rxd, &nb_txd);
 	if (rc == 0)
 		rc = create_pool(p, c, nb_rxd, nb_txd, tx_burst, socket);
+	if (rc == 0 && p->warm_able) {
+		/* DPDK 22.11's memif transmit copies segment by segment, a slot each, when its
+		 * buffers are at least the mbufs' data room; else it packs a frame into slots. */
+		p->warm_able = !c->no_tx_warm;
+		p->warm_seg_slots = p->pmd_frame >= (uint32_t)(rte_pktmbuf_data_room_size(p->pool) -
+							       RTE_PKTMBUF_HEADROOM);
+	}
 	if (rc == 0)
 		rc = setup_queues(p, &info, nb_rxd, nb_txd, socket);
 	if (rc == 0)
@@ -525,7 +597,39 @@ uint16_t mr_dpdk_port_tx_burst(struct mr_dpdk_port *port, uint16_t q, struct rte
 {
 	if (unlikely(q >= port->nb_queues))
 		return 0;
+	if (q == 0 && port->warm.ring != NULL)
+		return warm_tx(port, q, bufs, n, NULL, NULL);
 	return rte_eth_tx_burst(port->port_id, q, bufs, n);
+}
+
+void mr_dpdk_port_tx_warm(struct mr_dpdk_port *port)
+{
+	mr_memif_warm_lines(&port->warm);
+}
+
+int mr_dpdk_port_warm_follow(struct mr_dpdk_port *port, bool up)
+{
+	if (!port->warm_able)
+		return -EOPNOTSUPP;
+	if (!up) {
+		mr_memif_warm_off(&port->warm);
+		port->warm_err = -ENOLINK;
+	} else if (!port->warm_link_up) {
+		/* A new connection: the rings (and maybe the region) are new. */
+		port->warm_err = mr_memif_warm_find(&port->warm, port->memif_client,
+						    port->pmd_frame);
+	} else if (port->warm.ring != NULL) {
+		port->warm_err = mr_memif_warm_resync(&port->warm);
+	}
+	port->warm_link_up = up;
+	return port->warm_err;
+}
+
+int mr_dpdk_port_warm_state(const struct mr_dpdk_port *port, uint64_t *slips)
+{
+	if (slips != NULL)
+		*slips = port->warm.slips;
+	return port->warm_able ? port->warm_err : -EOPNOTSUPP;
 }
 
 int mr_dpdk_port_tx(struct mr_dpdk_port *port, uint16_t q, struct rte_mbuf *m)
@@ -708,6 +812,8 @@ int mr_dpdk_port_stats_get(struct mr_dpdk_port *port, struct mr_dpdk_port_stats 
 	for (uint16_t q = 0; q < port->nb_queues; q++)
 		st->tx_buffer_drops += port->txq[q].dropped;
 	st->mbuf_alloc_fail = __atomic_load_n(&port->alloc_fail, __ATOMIC_RELAXED);
+	st->tx_warm = port->warm.ring != NULL;
+	st->tx_warm_slips = port->warm.slips;
 	return 0;
 }
 

@@ -52,6 +52,7 @@ struct mr_dpdk_port_conf {
 	bool no_tx_offload;     /* never use NIC offloads (tests the software fallback) */
 	uint32_t tx_drain_us;   /* flush a partly filled tx buffer after this long; 0 -> 100 us */
 	uint16_t tx_burst;      /* tx buffer size per queue; 0 -> 32, max 512 */
+	bool no_tx_warm;        /* net_memif: never warm the transmit ring (mr_dpdk_port_tx_warm) */
 };
 
 /* Capabilities found in rte_eth_dev_info and enabled on the port (mr_dpdk_port_caps()). */
@@ -103,6 +104,21 @@ uint16_t mr_dpdk_port_rx_burst(struct mr_dpdk_port *port, uint16_t q, struct rte
 /* Send up to n frames now. Returns how many the PMD took; the rest still belong to the caller. */
 uint16_t mr_dpdk_port_tx_burst(struct mr_dpdk_port *port, uint16_t q, struct rte_mbuf **bufs,
 			       uint16_t n);
+
+/* net_memif (copy mode, not disabled by no_tx_warm): queue 0's transmit ring is warmed ahead of
+ * a transmit (drivers/dpdk/memif_warm.h), from queue 0's lcore:
+ * - mr_dpdk_port_warm_follow on every link poll: locates the ring when the link comes up (a
+ *   new connection), rereads our ring index while it stays up, stops at link down. Returns 0
+ *   while warming is on, else why not (-EOPNOTSUPP: not a memif port in copy mode or disabled;
+ *   -ENOLINK: link down; -ENOENT, -EEXIST, -EPROTO: the region was not found, not alone, or
+ *   not laid out as expected).
+ * - mr_dpdk_port_tx_warm when a frame arrived (a response and an ACK will follow): prefetch
+ *   instructions only, for the next two slots; nothing on other ports.
+ * - mr_dpdk_port_warm_state: the last follow's result and how often a reread found our count
+ *   of the ring index off (a frame that took other than the slots counted). */
+int mr_dpdk_port_warm_follow(struct mr_dpdk_port *port, bool up);
+void mr_dpdk_port_tx_warm(struct mr_dpdk_port *port);
+int mr_dpdk_port_warm_state(const struct mr_dpdk_port *port, uint64_t *slips);
 /* Queue one frame on q; the queue goes to the PMD when it holds tx_burst frames, on a flush or
  * by the drain. Frames the PMD does not take (its ring is full) stay queued, in order, for the
  * next send: nothing is dropped below MR_DPDK_TX_BACKLOG waiting frames. Returns the number of
@@ -151,6 +167,8 @@ struct mr_dpdk_port_stats {
 	uint64_t tx_buffer_drops; /* frames refused at a full tx backlog, all queues */
 	uint64_t mbuf_alloc_fail; /* mr_dpdk_port_mbuf_from_frame() failures */
 	uint64_t mbufs_in_use;    /* of the port's rx pool now (leak checks: idle = what the PMD holds) */
+	uint64_t tx_warm;         /* 1 while memif's transmit ring is warmed (mr_dpdk_port_tx_warm) */
+	uint64_t tx_warm_slips;   /* link polls that found our count of the ring index off */
 };
 int mr_dpdk_port_stats_get(struct mr_dpdk_port *port, struct mr_dpdk_port_stats *st);
 int mr_dpdk_port_stats_reset(struct mr_dpdk_port *port);

@@ -28,6 +28,7 @@ static void test_example_file(void **state)
 	assert_int_equal(cfg.dscp, 26);
 	assert_int_equal(cfg.cnp_dscp, 48);
 	assert_string_equal(cfg.eal_args, "--vdev=net_af_packet0,iface=veth0");
+	assert_true(cfg.tx_warm);
 }
 
 static void test_values(void **state)
@@ -35,7 +36,7 @@ static void test_values(void **state)
 	struct mr_daemon_config cfg;
 	char err[512];
 	const char *text = "[port]\nipv6 = fd00::1\nmtu=9000\nmac = 02:00:00:00:00:0a\nvlan = 100\n"
-			   "[engine]\nlcores = 1, 3\n[roce]\necn = false\n";
+			   "tx_warm = false\n[engine]\nlcores = 1, 3\n[roce]\necn = false\n";
 
 	(void)state;
 	mr_config_defaults(&cfg);
@@ -49,6 +50,7 @@ static void test_values(void **state)
 	assert_int_equal(cfg.n_lcores, 2);
 	assert_int_equal(cfg.lcores[1], 3);
 	assert_false(cfg.ecn);
+	assert_false(cfg.tx_warm);
 }
 
 struct bad_case {
@@ -67,6 +69,7 @@ static void test_errors_name_line_and_field(void **state)
 		{"mtu = 1500\n", "b.conf:1: field 'mtu' outside any [section]"},
 		{"[port]\nipv4 = 198.18.0.1\nmtu = 1500\nmtu = 9000\n", "b.conf:4: port.mtu: set twice"},
 		{"[port]\nipv4 = 198.18.0.1\nmac = 02:00:00\n", "b.conf:3: port.mac:"},
+		{"[port]\nipv4 = 198.18.0.1\ntx_warm = maybe\n", "b.conf:3: port.tx_warm:"},
 		{"[port]\nipv4 = 198.18.0.1\n[engine]\nlcores = 1,1\n", "b.conf:4: engine.lcores: lcore 1 listed twice"},
 		{"[port]\nipv4 = 198.18.0.1\nmtu = 575\n", "b.conf:3: port.mtu: '575' is not an integer in [576, 9216]"},
 		{"[port]\nmtu = 1500\n", "port.ipv4: no address configured"},

@@ -12,6 +12,9 @@
  * Frames above 1514 bytes (an IB MTU 4096 packet is 4154) get 4352-byte memif buffers
  * (bsize=4352, as metaroced's jumbo memif port in bench-perf.sh), so a frame is one descriptor
  * (DPDK 22.11 corrupts chained ones, drivers/dpdk/dpdk_port.c soft_mtu), and mbufs to match.
+ * MEMIF_PP_WARM=1 in the environment: ping and echo warm their transmit ring when a frame
+ * arrives, as metaroced does (drivers/dpdk/memif_warm.h): what that trick buys a loop with no
+ * work between its receive and its transmit (docs/performance.md, session 26).
  * Usage: memif_pingpong echo|ping|sink|blast SOCKET SIZE N [EAL args...]
  * Output (ping): a summary line, then "RESULT rtt_p50_us X" etc.; (sink) "RESULT pps X",
  * "RESULT bps X" (frame bytes x 8).
@@ -22,6 +25,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "dpdk/memif_warm.h"
 
 #include <rte_cycles.h>
 #include <rte_eal.h>
@@ -35,6 +40,20 @@
 #define LOST_US 100000 /* a frame not back after 100 ms is counted lost and sent again */
 
 static volatile sig_atomic_t stop;
+
+static struct mr_memif_warm warm;
+static bool warm_wanted, warm_tried;
+
+/* Locates the ring once the link is up (MEMIF_PP_WARM); RTE_PKTMBUF default buffers, no
+ * bsize devarg: the PMD's 2048-byte buffers (or JUMBO_BSIZE). */
+static void warm_find(bool client, uint32_t size)
+{
+	if (!warm_wanted || warm_tried)
+		return;
+	warm_tried = true;
+	fprintf(stderr, "warm: %d\n", mr_memif_warm_find(&warm, client, size > 1514 ?
+							   JUMBO_BSIZE : 2048));
+}
 
 static void on_signal(int sig)
 {
@@ -112,6 +131,8 @@ static void echo(uint16_t port, uint32_t size)
 	while (!stop && !bye) {
 		uint16_t n = rte_eth_rx_burst(port, 0, b, 32), s = 0;
 
+		if (n > 0)
+			mr_memif_warm_lines(&warm);
 		for (uint16_t k = 0; k < n; k++) {
 			if (rte_pktmbuf_pkt_len(b[k]) != size) {
 				bye = true;
@@ -132,8 +153,14 @@ static void echo(uint16_t port, uint32_t size)
 			}
 		}
 
-		while (s < n && !stop)
-			s += rte_eth_tx_burst(port, 0, b + s, (uint16_t)(n - s));
+		while (s < n && !stop) {
+			uint16_t t = rte_eth_tx_burst(port, 0, b + s, (uint16_t)(n - s));
+
+			mr_memif_warm_sent(&warm, t);
+			s += t;
+		}
+		if (n > 0)
+			warm_find(false, size);
 		for (; s < n; s++)
 			rte_pktmbuf_free(b[s]);
 	}
@@ -267,10 +294,12 @@ static int ping(uint16_t port, struct rte_mempool *pool, uint32_t size, uint32_t
 		t0 = rte_rdtsc();
 		while (rte_eth_tx_burst(port, 0, &m, 1) == 0)
 			;
+		mr_memif_warm_sent(&warm, 1);
 		for (;;) {
 			if (rte_eth_rx_burst(port, 0, &r, 1) == 1) {
 				uint32_t seq;
 
+				mr_memif_warm_lines(&warm);
 				memcpy(&seq, rte_pktmbuf_mtod_offset(r, uint8_t *, 14), sizeof(seq));
 				rte_pktmbuf_free(r);
 				if (seq == i)
@@ -284,6 +313,8 @@ static int ping(uint16_t port, struct rte_mempool *pool, uint32_t size, uint32_t
 		}
 		if (i >= WARMUP)
 			rtt[i - WARMUP] = rte_rdtsc() - t0;
+		if (i + 1 == WARMUP)
+			warm_find(true, size);
 	}
 	mhz = tsc_hz_since(t_all, ns_all);
 	t_all = rte_rdtsc() - t_all;
@@ -335,6 +366,8 @@ int main(int argc, char **argv)
 	for (int i = 5; i < argc; i++)
 		eal[ne++] = argv[i];
 	eal[ne++] = vdev;
+	mr_memif_warm_init(&warm);
+	warm_wanted = getenv("MEMIF_PP_WARM") != NULL;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	/* Line-buffered into the bench's log file: the RESULT lines must be on disk before the

@@ -6,7 +6,8 @@
 # when the client (b) connects, not sample it once at start. Then traffic with
 # every byte checked: mrperf write/read/send --verify and the mr_xfer matrix (4 QPs, every
 # operation, 1 B .. 1 MiB). Ends with both daemons' tx drop counters at 0 (frames the memif ring
-# did not take wait in the port's tx backlog).
+# did not take wait in the port's tx backlog), and with both transmit rings warmed throughout
+# (tx_warm, no slot miscounted: tx_warm_slips 0).
 # With MTU 9000 (IB MTU 4096, it_memif_jumbo): DPDK 22.11's memif reports a 1518-byte
 # max_rx_pktlen but carries a frame up to its buffer size (bsize=9216 here); the port gives
 # ethdev 1500 and sizes its mbufs for 9000 (drivers/dpdk/dpdk_port.c soft_mtu). The default
@@ -39,6 +40,13 @@ itl_daemon_start b
 itl_wait_for 20 grep -q "port 0: link up" "$ITL_WORK/daemon-a.log" ||
 	itl_fail "a did not see its memif link come up"
 itl_ok "a followed its link: $(grep -h "link up" "$ITL_WORK/daemon-a.log" | tail -1 | sed 's/^.*INFO *//')"
+# Each side located its transmit ring once the link was up (drivers/dpdk/memif_warm.h).
+for n in a b; do
+	itl_wait_for 5 grep -q "memif transmit ring warmed" "$ITL_WORK/daemon-$n.log" ||
+		itl_fail "daemon $n does not warm its memif transmit ring: $(grep -h "memif transmit" \
+			"$ITL_WORK/daemon-$n.log" | tail -1)"
+done
+itl_ok "both daemons warm their memif transmit ring"
 itl_mrperf write_bw write_bw -s 65536 -n 2000
 if [ "$mtu" = 9000 ]; then
 	for f in write_bw-cli write_bw-srv; do
@@ -59,5 +67,13 @@ for n in a b; do
 	[ "${d:-x}" = 0 ] || itl_fail "daemon $n: tx_buffer_drops=${d:-?}"
 done
 itl_ok "no frame dropped at either daemon's tx"
+# Warming stayed on through all of it, and its count of our ring slot (frames and segments
+# sent) matched the ring's own index at every link poll.
+for n in a b; do
+	w=$(itl_stat $n tx_warm) sl=$(itl_stat $n tx_warm_slips)
+	[ "${w:-x}" = 1 ] || itl_fail "daemon $n: tx_warm=${w:-?} at the end"
+	[ "${sl:-x}" = 0 ] || itl_fail "daemon $n: tx_warm_slips=${sl:-?}"
+done
+itl_ok "memif transmit rings warmed to the end, slot counts exact"
 for n in a b; do itl_daemon_stop $n; done
 echo "$ITL_NAME: PASS"
