@@ -26,7 +26,8 @@
 #             figures were not measured are null); BENCH_MR_RUNS=REGEX in the environment runs
 #             only the metaroce runs whose key matches (e.g. '^write_bw'); BENCH_PERF_RECORD=1
 #             records `perf record -a -g` over each metaroce client run into the work directory
-#             (KEY.perf.data; implies --keep), to read where each CPU went
+#             (KEY.perf.data; implies --keep), to read where each CPU went;
+#             BENCH_TX_WARM=false runs every metaroce engine with [port] tx_warm = false
 # Needs root (namespaces), Debian packages dpdk-dev (dpdk-testpmd), iperf3, sockperf (installed
 # if missing, as scripts/lib/deps.sh does).
 set -u
@@ -42,7 +43,7 @@ while [ $# -gt 0 ]; do
 	--build) bdir=$(cd "$2" && pwd); shift 2 ;;
 	--keep) keep=1; shift ;;
 	--only) only=$2; shift 2 ;;
-	-h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,30p' "$0"; exit 0 ;;
 	*) echo "bench-perf: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -374,6 +375,7 @@ mr_start() { # [MTU [SLEEP]]: the port's mtu (1500: IB MTU 1024; JUMBO_MTU: 4096
 eal_args = --vdev=net_memif0,role=$role,id=0,socket=$work/memif.sock,socket-abstract=no,rsize=12$bs
 ipv4 = $ip
 mtu = $mtu
+tx_warm = ${BENCH_TX_WARM:-true}
 [engine]
 lcores = $lc
 idle_sleep_us = 0
@@ -524,7 +526,7 @@ PY
 mr_embed_conf() { # [nowarm]: e_a.conf (memif client, CPU a) and e_b.conf (server, CPU b),
 	# IB MTU 1024; nowarm: [port] tx_warm = false (the transmit ring not warmed, as before
 	# session 26)
-	local n role ip lc warm=true
+	local n role ip lc warm=${BENCH_TX_WARM:-true}
 	[ "${1:-}" = nowarm ] && warm=false
 	for n in a b; do
 		role=client ip=198.18.0.1 lc=$cpu_a

@@ -89,9 +89,12 @@ static inline void mr_memif_warm_lines(const struct mr_memif_warm *w)
 		return;
 	/* The PMD's transmit starts by reading both indices: ours, which the peer polls (the
 	 * peer's reads took our copy of its line: measured, a read here 0.08 us off the one-way
-	 * latency), and the peer's, for the free count. */
-	__builtin_prefetch(w->ring);      /* line 0: cookie, flags, head */
-	__builtin_prefetch(w->ring + 64); /* line 1: tail */
+	 * latency), and the peer's, for the free count. The client's receive stores its S2C head
+	 * on every poll, so a server's copy of that line never stays: asking for it would only
+	 * make the client's next store wait. */
+	__builtin_prefetch(w->ring + 64); /* line 1: tail (the client's free count, the server's own) */
+	if (w->client)
+		__builtin_prefetch(w->ring); /* line 0: cookie, flags, our head */
 	for (unsigned int i = 0; i < MR_MEMIF_WARM_SLOTS; i++) {
 		uint32_t s = (uint16_t)(w->slot + i) & w->mask;
 		const uint8_t *d = w->ring + MR_MEMIF_RING_HDR + (size_t)s * MR_MEMIF_DESC;
