@@ -213,48 +213,47 @@ static void free_port(struct mr_dpdk_port *p)
 	free(p);
 }
 
-/* A numeric devarg of the port (af_packet's framesz=N, memif's bsize=N), or def. */
-static uint32_t devarg_u32(const struct rte_eth_dev_info *info, const char *key, uint32_t def)
+/* The value of the port's devarg key copied into out (cap bytes); false if it has none (or a
+ * longer one). */
+static bool devarg(const struct rte_eth_dev_info *info, const char *key, char *out, size_t cap)
 {
 	const struct rte_devargs *da = info->device != NULL ? rte_dev_devargs(info->device) : NULL;
 	struct rte_kvargs *kv;
 	const char *v;
-	uint32_t x = def;
+	bool found = false;
 
 	if (da == NULL || da->args == NULL || da->args[0] == '\0')
-		return x;
+		return false;
 	kv = rte_kvargs_parse(da->args, NULL);
 	if (kv == NULL)
-		return x;
+		return false;
 	v = rte_kvargs_get(kv, key);
-	if (v != NULL) {
-		char *end;
-		unsigned long n = strtoul(v, &end, 0);
-
-		if (*end == '\0' && n <= UINT16_MAX + 1ul)
-			x = (uint32_t)n;
+	if (v != NULL && strlen(v) < cap) {
+		memcpy(out, v, strlen(v) + 1);
+		found = true;
 	}
 	rte_kvargs_free(kv);
-	return x;
+	return found;
+}
+
+/* A numeric devarg of the port (af_packet's framesz=N, memif's bsize=N), or def. */
+static uint32_t devarg_u32(const struct rte_eth_dev_info *info, const char *key, uint32_t def)
+{
+	char v[32], *end;
+	unsigned long n;
+
+	if (!devarg(info, key, v, sizeof(v)))
+		return def;
+	n = strtoul(v, &end, 0);
+	return *end == '\0' && n <= UINT16_MAX + 1ul ? (uint32_t)n : def;
 }
 
 /* Whether the port's devarg key equals val (memif's role=client, zero-copy=yes). */
 static bool devarg_is(const struct rte_eth_dev_info *info, const char *key, const char *val)
 {
-	const struct rte_devargs *da = info->device != NULL ? rte_dev_devargs(info->device) : NULL;
-	struct rte_kvargs *kv;
-	const char *v;
-	bool is = false;
+	char v[32];
 
-	if (da == NULL || da->args == NULL || da->args[0] == '\0')
-		return false;
-	kv = rte_kvargs_parse(da->args, NULL);
-	if (kv == NULL)
-		return false;
-	v = rte_kvargs_get(kv, key);
-	is = v != NULL && strcmp(v, val) == 0;
-	rte_kvargs_free(kv);
-	return is;
+	return devarg(info, key, v, sizeof(v)) && strcmp(v, val) == 0;
 }
 
 /* What ethdev is told for an MTU on this port. DPDK 22.11's net_af_packet and net_memif report
