@@ -87,7 +87,10 @@ static const enum live_region key_regions[] = { LR_RW, LR_RO, LR_RECV, LR_STALE,
 
 static void hdr_op(struct live *l, struct rd *r, bool metaroce)
 {
-	static uint8_t payload[4096];
+	/* Up to the largest IB MTU plus one byte (paylen below): a payload one over the path's MTU
+	 * must be refused by the transport, not overflow this buffer (it had 4096 bytes: ASan's
+	 * global-buffer-overflow in CI, 2026-12-06, regressions/rc/payload-mtu-plus-one). */
+	static uint8_t payload[4096 + 1];
 	struct mr_roce_hdrs h;
 	struct mr_path path = l->path_ab;
 	uint8_t opsel = u8(r), keysel, vasel, dmode, fl, mode;
