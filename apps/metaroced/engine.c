@@ -255,9 +255,6 @@ static void serve_snapshot(struct mr_daemon *d)
  * must not call ethdev, take it from here. */
 static _Atomic uint32_t link_word = UINT32_MAX;
 
-/* Follow link changes into the backend (port state for query_port, the CC's line rate); when
- * the link comes up, announce our address again (RFC 5227 3) since the first announcement may
- * have gone nowhere. */
 /* memif's transmit-ring warming (drivers/dpdk/memif_warm.h) follows the link; its state is
  * logged when it changes. */
 static void follow_warm(struct mr_daemon *d, bool up, bool first)
@@ -276,6 +273,9 @@ static void follow_warm(struct mr_daemon *d, bool up, bool first)
 		       now == -EPROTO ? "region not laid out as expected" : strerror(-now));
 }
 
+/* Follow link changes into the backend (port state for query_port, the CC's line rate); when
+ * the link comes up, announce our address again (RFC 5227 3) since the first announcement may
+ * have gone nowhere. */
 static void follow_link(struct mr_daemon *d, uint32_t *seen)
 {
 	uint32_t w;

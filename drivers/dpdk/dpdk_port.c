@@ -139,11 +139,6 @@ static int setup_txq(struct mr_dpdk_port *p, uint16_t tx_burst, int socket)
 	return 0;
 }
 
-/* Hands q's waiting frames to the PMD. What it does not take (its ring is full: the peer or
- * the wire is slower than we are) stays queued in order for the next call instead of being
- * dropped: every such drop costs plain RC a Local ACK Timeout or a go-back-N resend of the
- * window (IBA 9.7.5.1.2), and the engine stops asking the transport for frames while the
- * queue is full (mr_dpdk_port_tx_room). */
 /* The slots n frames take in memif's transmit ring (read before the PMD frees them). */
 static uint32_t warm_slots(const struct mr_dpdk_port *p, struct rte_mbuf *const *m, uint16_t n)
 {
@@ -172,6 +167,11 @@ static uint16_t warm_tx(struct mr_dpdk_port *p, uint16_t q, struct rte_mbuf **m,
 	return sent;
 }
 
+/* Hands q's waiting frames to the PMD. What it does not take (its ring is full: the peer or
+ * the wire is slower than we are) stays queued in order for the next call instead of being
+ * dropped: every such drop costs plain RC a Local ACK Timeout or a go-back-N resend of the
+ * window (IBA 9.7.5.1.2), and the engine stops asking the transport for frames while the
+ * queue is full (mr_dpdk_port_tx_room). */
 static uint16_t txq_send(struct mr_dpdk_port *p, uint16_t q)
 {
 	struct mr_dpdk_txq *t = &p->txq[q];
