@@ -624,13 +624,6 @@ int mr_dpdk_port_warm_follow(struct mr_dpdk_port *port, bool up)
 	return port->warm_err;
 }
 
-int mr_dpdk_port_warm_state(const struct mr_dpdk_port *port, uint64_t *slips)
-{
-	if (slips != NULL)
-		*slips = port->warm.slips;
-	return port->warm_able ? port->warm_err : -EOPNOTSUPP;
-}
-
 int mr_dpdk_port_tx(struct mr_dpdk_port *port, uint16_t q, struct rte_mbuf *m)
 {
 	struct mr_dpdk_txq *t;

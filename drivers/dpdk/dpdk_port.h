@@ -114,11 +114,10 @@ uint16_t mr_dpdk_port_tx_burst(struct mr_dpdk_port *port, uint16_t q, struct rte
  *   not laid out as expected).
  * - mr_dpdk_port_tx_warm when a frame arrived (a response and an ACK will follow): prefetch
  *   instructions only, for the next two slots; nothing on other ports.
- * - mr_dpdk_port_warm_state: the last follow's result and how often a reread found our count
- *   of the ring index off (a frame that took other than the slots counted). */
+ * Whether it is on and how often a reread found our count of the ring index off are in the
+ * port's stats (tx_warm, tx_warm_slips). */
 int mr_dpdk_port_warm_follow(struct mr_dpdk_port *port, bool up);
 void mr_dpdk_port_tx_warm(struct mr_dpdk_port *port);
-int mr_dpdk_port_warm_state(const struct mr_dpdk_port *port, uint64_t *slips);
 /* Queue one frame on q; the queue goes to the PMD when it holds tx_burst frames, on a flush or
  * by the drain. Frames the PMD does not take (its ring is full) stay queued, in order, for the
  * next send: nothing is dropped below MR_DPDK_TX_BACKLOG waiting frames. Returns the number of
