@@ -150,20 +150,14 @@ static uint32_t warm_slots(const struct mr_dpdk_port *p, struct rte_mbuf *const 
 	return slots;
 }
 
-/* rte_eth_tx_burst on a warmed queue: our next slot moves by what was sent. With n_left and
- * head (a txq's backlog) the backlog is updated as txq_send does. */
-static uint16_t warm_tx(struct mr_dpdk_port *p, uint16_t q, struct rte_mbuf **m, uint16_t n,
-			uint16_t *n_left, uint16_t *head)
+/* rte_eth_tx_burst on a warmed queue: our next slot moves by what was sent. */
+static uint16_t warm_tx(struct mr_dpdk_port *p, uint16_t q, struct rte_mbuf **m, uint16_t n)
 {
 	uint32_t all = warm_slots(p, m, n);
 	uint16_t sent = rte_eth_tx_burst(p->port_id, q, m, n);
 
 	/* the frames not sent are still ours to read */
 	mr_memif_warm_sent(&p->warm, (uint16_t)(all - warm_slots(p, m + sent, (uint16_t)(n - sent))));
-	if (n_left != NULL) {
-		*n_left = (uint16_t)(n - sent);
-		*head = *n_left == 0 ? 0 : (uint16_t)(*head + sent);
-	}
 	return sent;
 }
 
@@ -182,8 +176,9 @@ static uint16_t txq_send(struct mr_dpdk_port *p, uint16_t q)
 	/* What the PMD does not take stays in place: the head moves, nothing is copied (a
 	 * memmove per partial burst cost up to 8 KiB each with a full backlog). */
 	if (q == 0 && p->warm.ring != NULL)
-		return warm_tx(p, q, t->pend + t->head, t->n, &t->n, &t->head);
-	sent = rte_eth_tx_burst(p->port_id, q, t->pend + t->head, t->n);
+		sent = warm_tx(p, q, t->pend + t->head, t->n);
+	else
+		sent = rte_eth_tx_burst(p->port_id, q, t->pend + t->head, t->n);
 	t->n = (uint16_t)(t->n - sent);
 	t->head = t->n == 0 ? 0 : (uint16_t)(t->head + sent);
 	return sent;
@@ -597,7 +592,7 @@ uint16_t mr_dpdk_port_tx_burst(struct mr_dpdk_port *port, uint16_t q, struct rte
 	if (unlikely(q >= port->nb_queues))
 		return 0;
 	if (q == 0 && port->warm.ring != NULL)
-		return warm_tx(port, q, bufs, n, NULL, NULL);
+		return warm_tx(port, q, bufs, n);
 	return rte_eth_tx_burst(port->port_id, q, bufs, n);
 }
 
