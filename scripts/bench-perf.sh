@@ -760,6 +760,11 @@ top = {
     # ICRC against it, how much of that it reaches (the rest is its cost per call).
     "icrc_vs_fold_bound": icrc_ratio("clmul_fold_bound"),
     "fold_bound_vs_memcpy": icrc_ratio("memcpy", "clmul_fold_bound"),
+    # The multiplier's bound for a whole CRC (bench_icrc's "clmul bound": every 64 bytes
+    # multiplied once, two VPCLMULQDQ, as any CLMUL CRC must; no reduction): against memcpy,
+    # the most icrc_vs_memcpy could read on this core; the ICRC against it, the share reached.
+    "icrc_vs_clmul_bound": icrc_ratio("clmul_bound"),
+    "clmul_bound_vs_memcpy": icrc_ratio("memcpy", "clmul_bound"),
 }
 if top["icrc_vs_rte_net_crc"] is None:
     why["icrc_vs_rte_net_crc"] = "rte_net_crc not measured (EAL did not start)"
@@ -846,6 +851,8 @@ out_j["notes"] = notes
 out_j["quick"] = quick
 out_j["definitions"] = {
     "icrc_*": "median over 1024/1518/2048/4096-byte frames of ICRC bytes/s / baseline bytes/s, one core, CPU time",
+    "clmul_bound_vs_memcpy": "the same median of the multiplier's bound for a whole CRC (every 64 bytes, the padded last block too, multiplied once by two VPCLMULQDQ into independent accumulators, no reduction: the products any carry-less-multiply CRC makes) / memcpy's: the most icrc_vs_memcpy could read on this core (session 27)",
+    "icrc_vs_clmul_bound": "the same median of ICRC bytes/s / that bound's: the share of the multiplier's peak the ICRC reaches (the rest is its per-call head and reduction)",
     "fold_bound_vs_memcpy": "the same median of the bare VPCLMULQDQ fold loop's bytes/s (four 512-bit accumulators, two products per 64 bytes, no reduction: not a CRC) / memcpy's: what a CRC by folding could reach here before its per-call reduction (session 24)",
     "write_vs_memif": "64 KiB WRITE goodput at IB MTU 4096 (port mtu 4200, memif bsize 4352) / raw memif bytes/s at 4154-byte frames (memif_pingpong blast -> sink), the mean of one measurement right before and one right after the WRITE run (daemons stopped meanwhile; since 2026-12-04)",
     "*_unpaired": "write_vs_memif, write_per_core_vs_tcp, rate_vs_memif and latency_vs_memif against the raw memif and kernel TCP figures of sections 2 and 4, measured minutes before (this machine's speed drifts: memif's own 82-byte rate ranged 11.5-22.9 Mframes/s over one evening)",
@@ -869,7 +876,8 @@ out_j["definitions"] = {
 print()
 print("%-26s %s" % ("ratio", "value"))
 for k in ("icrc_vs_memcpy", "icrc_vs_rte_net_crc", "icrc_vs_rte_net_crc_default", "icrc_vs_table",
-          "icrc_vs_fold_bound", "fold_bound_vs_memcpy", "write_vs_memif", "write_vs_tcp", "write_per_core_vs_tcp", "write_vs_memif_busy",
+          "icrc_vs_fold_bound", "fold_bound_vs_memcpy", "icrc_vs_clmul_bound",
+          "clmul_bound_vs_memcpy", "write_vs_memif", "write_vs_tcp", "write_per_core_vs_tcp", "write_vs_memif_busy",
           "write_vs_tcp_busy", "write_per_core_vs_tcp_busy", "write_vs_memif_1024",
           "write_vs_tcp_1024", "write_per_core_vs_tcp_1024", "rate_vs_memif",
           "rate_per_core_vs_memif", "rate_embed_vs_memif", "latency_vs_memif", "latency_vs_memif_warm",

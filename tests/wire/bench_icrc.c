@@ -8,7 +8,10 @@
  *     (RTE_NET_CRC_AVX512, needing --force-max-simd-bitwidth=512) and its scalar one,
  *   - the carry-less multiplier's ceiling: the VPCLMULQDQ fold loop alone (four 512-bit
  *     accumulators, two products per 64 bytes, no reduction, not a CRC) over the same bytes,
- *     the most any CRC by folding could reach on this core.
+ *     the most any CRC by folding could reach on this core;
+ *   - the multiplier's bound for a whole CRC: every 64 bytes multiplied once (two VPCLMULQDQ,
+ *     eight 64 x 64 products, as every CLMUL CRC must make: the fold above leaves its last
+ *     four blocks unmultiplied), independent products XORed together, no reduction.
  * All in one process, interleaved: each repetition times every function once per size, and the
  * median over the repetitions is printed, so that the ratios compare figures taken under the
  * same load (the machine may be shared), and time is this thread's CPU time. Buffers are L1-resident (one source, one destination),
@@ -59,19 +62,20 @@ enum fn {
 	F_RTE_AVX512,
 	F_RTE_SCALAR,
 	F_FOLD_BOUND, /* the fold loop alone (fold_bound) */
+	F_MUL_BOUND,  /* every block multiplied once (mul_bound) */
 	F_NR
 };
 
 static const char *const fn_names[F_NR] = {
 	"memcpy", "crc32 table", "crc32 pclmul", "crc32 vpclmul", "copy+crc32 best",
 	"ICRC table", "ICRC pclmul", "ICRC vpclmul", "rte_net_crc default(sse)",
-	"rte_net_crc avx512", "rte_net_crc scalar", "clmul fold bound",
+	"rte_net_crc avx512", "rte_net_crc scalar", "clmul fold bound", "clmul bound",
 };
 
 static const char *const fn_keys[F_NR] = {
 	"memcpy", "crc32_table", "crc32_pclmul", "crc32_vpclmul", "copy_crc32", "icrc_table",
 	"icrc_pclmul", "icrc_vpclmul", "rte_net_crc_default", "rte_net_crc_avx512",
-	"rte_net_crc_scalar", "clmul_fold_bound",
+	"rte_net_crc_scalar", "clmul_fold_bound", "clmul_bound",
 };
 
 static bool avail[F_NR];
@@ -127,8 +131,47 @@ __attribute__((target("vpclmulqdq,avx512f"), noinline)) static uint32_t fold_bou
 	a0 = _mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3));
 	return (uint32_t)_mm_cvtsi128_si32(_mm512_castsi512_si128(a0));
 }
+
+/* The products a whole CRC of len bytes needs and nothing else: each 64-byte block (the last
+ * partial one too, as the CRC pads it) multiplied once by a constant, two VPCLMULQDQ, the
+ * products XORed into four accumulators (no multiply waits on another). What remains of any
+ * CLMUL CRC beyond this is the per-call reduction and the head. */
+__attribute__((target("vpclmulqdq,avx512f"), noinline)) static uint32_t mul_bound(
+	const uint8_t *p, uint32_t len)
+{
+	const __m512i k = _mm512_broadcast_i32x4(_mm_set_epi64x(0x1322d1430ll, 0x11542778all));
+	__m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+	uint32_t o = 0;
+
+#define MUL(a, q) \
+	do { \
+		const __m512i d_ = _mm512_loadu_si512((const void *)(q)); \
+		a = _mm512_ternarylogic_epi64(a, _mm512_clmulepi64_epi128(d_, k, 0x00), \
+					      _mm512_clmulepi64_epi128(d_, k, 0x11), 0x96); \
+	} while (0)
+	for (; o + 256 <= len; o += 256) {
+		MUL(a0, p + o);
+		MUL(a1, p + o + 64);
+		MUL(a2, p + o + 128);
+		MUL(a3, p + o + 192);
+	}
+	for (; o + 64 <= len; o += 64)
+		MUL(a1, p + o);
+	if (o < len) /* the partial last block: its 64 bytes ending at len */
+		MUL(a2, p + len - 64);
+#undef MUL
+	a0 = _mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3));
+	return (uint32_t)_mm_cvtsi128_si32(_mm512_castsi512_si128(a0));
+}
 #else
 static uint32_t fold_bound(const uint8_t *p, uint32_t len)
+{
+	(void)p;
+	(void)len;
+	return 0;
+}
+
+static uint32_t mul_bound(const uint8_t *p, uint32_t len)
 {
 	(void)p;
 	(void)len;
@@ -183,6 +226,8 @@ static uint32_t run_once(enum fn f, uint32_t len)
 		return icrc_frame(len);
 	case F_FOLD_BOUND:
 		return fold_bound(src, len);
+	case F_MUL_BOUND:
+		return mul_bound(src, len);
 #ifdef MR_BENCH_DPDK
 	case F_RTE_DEFAULT:
 	case F_RTE_AVX512:
@@ -261,7 +306,7 @@ static int check_values(void)
 			uint32_t got;
 
 			if (!avail[f] || (f >= F_ICRC_TABLE && f <= F_ICRC_VPCLMUL) ||
-			    f == F_FOLD_BOUND)
+			    f == F_FOLD_BOUND || f == F_MUL_BOUND)
 				continue;
 			select_for((enum fn)f);
 			got = run_once((enum fn)f, len);
@@ -359,7 +404,7 @@ int main(int argc, char **argv)
 	avail[F_MEMCPY] = avail[F_CRC_TABLE] = avail[F_ICRC_TABLE] = avail[F_COPY_BEST] = true;
 	avail[F_CRC_PCLMUL] = avail[F_ICRC_PCLMUL] = mr_crc32_impl_ops(MR_CRC32_PCLMUL) != NULL;
 	avail[F_CRC_VPCLMUL] = avail[F_ICRC_VPCLMUL] = mr_crc32_impl_ops(MR_CRC32_VPCLMUL) != NULL;
-	avail[F_FOLD_BOUND] = avail[F_CRC_VPCLMUL];
+	avail[F_FOLD_BOUND] = avail[F_MUL_BOUND] = avail[F_CRC_VPCLMUL];
 #ifdef MR_BENCH_DPDK
 	eal_start(argv[0]);
 	avail[F_RTE_DEFAULT] = avail[F_RTE_AVX512] = avail[F_RTE_SCALAR] = rte_ok;
@@ -399,16 +444,19 @@ int main(int argc, char **argv)
 			       avail[F_ICRC_PCLMUL] ? F_ICRC_PCLMUL : F_ICRC_TABLE;
 		const char *ratio_names[] = { "ICRC/memcpy", "ICRC/rte fastest",
 					      "ICRC/rte default", "ICRC/ICRC table",
-					      "ICRC/fold bound", "fold bound/memcpy" };
+					      "ICRC/fold bound", "fold bound/memcpy",
+					      "ICRC/clmul bound", "clmul bound/memcpy" };
 
-		for (int k = 0; k < 6; k++) {
+		for (int k = 0; k < 8; k++) {
 			printf("%-26s", ratio_names[k]);
 			for (size_t s = 0; s < NSIZES; s++) {
-				double base = k == 0 || k == 5 ? med[F_MEMCPY][s] :
+				double base = k == 0 || k == 5 || k == 7 ? med[F_MEMCPY][s] :
 					      k == 1 ? med[F_RTE_AVX512][s] :
 					      k == 2 ? med[F_RTE_DEFAULT][s] :
-					      k == 3 ? med[F_ICRC_TABLE][s] : med[F_FOLD_BOUND][s];
-				double x = k == 5 ? med[F_FOLD_BOUND][s] : med[icrc][s];
+					      k == 3 ? med[F_ICRC_TABLE][s] :
+					      k == 6 ? med[F_MUL_BOUND][s] : med[F_FOLD_BOUND][s];
+				double x = k == 5 ? med[F_FOLD_BOUND][s] :
+					   k == 7 ? med[F_MUL_BOUND][s] : med[icrc][s];
 
 				if (base > 0 && x > 0)
 					printf("%8.2f", x / base);
