@@ -52,11 +52,19 @@ done
 
 # Quick ICRC cells: 9 x 10 ms (5 x 5 ms until 2026-12-04 let one noisy run put the ICRC 3 %
 # under DPDK's AVX-512 CRC, which it leads by about 10 % in every other run; about 9 s).
+# ROUNDS: how often each headline ratio's run is measured between fresh baselines (mr_paired),
+# and the 1- and 1024-QP rates in turn; the headline is the median of the rounds.
+# BENCH_ROUNDS overrides (1..9).
 if [ $quick = 1 ]; then
-	T=5 ICRC_ARGS="--reps 9 --ms 10" LAT_N=2000 BW_SIZES="65536" SAMPLES=1
+	T=5 ICRC_ARGS="--reps 9 --ms 10" LAT_N=2000 BW_SIZES="65536" SAMPLES=1 ROUNDS=1
 else
-	T=8 ICRC_ARGS="--reps 11 --ms 20" LAT_N=20000 BW_SIZES="65536 1048576 4194304" SAMPLES=3
+	T=8 ICRC_ARGS="--reps 11 --ms 20" LAT_N=20000 BW_SIZES="65536 1048576 4194304" SAMPLES=3 ROUNDS=3
 fi
+ROUNDS=${BENCH_ROUNDS:-$ROUNDS}
+case $ROUNDS in
+[1-9]) ;;
+*) echo "bench-perf: BENCH_ROUNDS must be 1..9, not '$ROUNDS'" >&2; exit 2 ;;
+esac
 
 work=$(mktemp -d /tmp/mr-bench-perf.XXXXXX)
 res="$work/results.txt"   # "key value" lines, turned into the table and JSON at the end
@@ -77,6 +85,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 put() { echo "$1 $2" >> "$res"; }
+put bench.rounds "$ROUNDS"
 note() { echo "bench-perf: $*" >&2; put "note_$(echo "$1" | tr -c 'a-z0-9_\n' _)" "\"$*\""; }
 
 # ---- tools ----
@@ -585,13 +594,22 @@ mr_embed_run() {
 # run, 32.6 right after it), so a ratio against a baseline measured minutes earlier in section
 # 2 or 4 moved with it; the ratios use the mean of these two instead (the section-2/4 figures
 # stay in the table, and in *_unpaired).
+#
+# With ROUNDS > 1 the run is repeated as KEY_r2, KEY_r3, ..., each followed by a baseline
+# (_KEY_rR_post): round R lies between the baseline after round R - 1 and its own, and each
+# round's ratio is formed within it (the median is the headline).
 mr_paired() {
-	local key=$1 base=$2
+	local key=$1 base=$2 r
 	shift 2
 	[ -n "${BENCH_MR_RUNS:-}" ] && ! [[ $key =~ $BENCH_MR_RUNS ]] && return 0
 	mr_baseline "$key" "$base" pre
 	mr_run "$key" "$@"
 	mr_baseline "$key" "$base" post
+	for r in $(seq 2 "$ROUNDS"); do
+		echo "   (round $r of $ROUNDS)"
+		mr_run "${key}_r$r" "$@"
+		mr_baseline "${key}_r$r" "$base" post
+	done
 }
 # mr_baseline KEY BASE pre|post: BASE is a frame size for memif_rate or "pp" for the 82-byte
 # ping-pong; beside the 4154-byte rate also kernel TCP at its MTU (write_vs_tcp,
@@ -679,6 +697,11 @@ mr_section() {
 	# the session's WR budget), receive queues of 1 (WRITE only), against the best 1-QP rate
 	# above (128 outstanding; at 16 outstanding one QP makes 0.14 M/s, which would flatter).
 	mr_run write_rate_8_s1024 write_bw -s 8 -q 1024 -t 16 -r 1 -D "$T" --yield
+	# qp_scaling's further rounds: the 1-QP and the 1024-QP rate again, in turn.
+	for r in $(seq 2 "$ROUNDS"); do
+		mr_run "write_rate_8_q1_r$r" write_bw -s 8 -q 1 -t 128 -D "$T" --yield
+		mr_run "write_rate_8_s1024_r$r" write_bw -s 8 -q 1024 -t 16 -r 1 -D "$T" --yield
+	done
 	# write_lat has no event mode (its receiver polls the buffer's last byte, as perftest's):
 	# four pollers on two CPUs. --yield: the apps' empty polls yield the CPU (the engines do
 	# the same while idle, [engine] idle_yield), else every hand-over waits for the end of a
@@ -739,7 +762,15 @@ def ratio(a, b):
 # A baseline measured right before and right after a run (mr_paired; KEY is the figure's key
 # with %s where _RUN_pre / _RUN_post go): their mean, or the one measured; else the section's
 # own figure (%s empty). pair=False: always the section's figure (the *_unpaired ratios).
-def paired(key, run, pair=True):
+# Round r > 1 (full runs: mr_paired's rounds) of run RUN is RUN_rR, measured between the
+# baseline after round r - 1 and its own (_RUN_rR_post); no fallback to the section's figure.
+def rk(run, r):
+    return run if r == 1 else "%s_r%d" % (run, r)
+def paired(key, run, pair=True, r=1):
+    if pair and r > 1:
+        xs = [x for x in (g(key % ("_%s_post" % rk(run, r - 1))),
+                          g(key % ("_%s_post" % rk(run, r)))) if x]
+        return sum(xs) / len(xs) if xs else None
     xs = [x for x in (g(key % ("_%s_pre" % run)), g(key % ("_%s_post" % run))) if x] if pair else []
     return sum(xs) / len(xs) if xs else g(key % "")
 why = {}
@@ -771,38 +802,40 @@ if top["icrc_vs_rte_net_crc"] is None:
 # metaroce vs raw memif and TCP.
 # The headline goodput ratios are at the largest IB MTU (4096, port mtu 4200) against memif's
 # 4154-byte frames and TCP at the same MTU; the *_1024 twins at IB MTU 1024 / mtu 1500.
-def bw_ratios(sfx, wkey, frame, tcpkey, pair=True):
-    w, wc = g("mr.%s_gbps" % wkey), g("mr.%s_cores" % wkey)
-    tcp = paired(tcpkey + "%s.bps", wkey, pair)
-    tcpc = paired(tcpkey + "%s.cores", wkey, pair)
-    top["write_vs_memif" + sfx] = ratio(w * 1e9 / 8 if w else None,
-                                        paired("memif.Bps_%d%%s" % frame, wkey, pair))
-    top["write_vs_tcp" + sfx] = ratio(w * 1e9 if w else None, tcp)
-    top["write_per_core_vs_tcp" + sfx] = (ratio(w * 1e9 / wc, tcp / tcpc)
-                                          if w and wc and tcp and tcpc else None)
-bw_ratios("", "write_bw_65536_mtu4096", 4154, "tcpj")
+def bw_ratios(sfx, wkey, frame, tcpkey, pair=True, r=1, into=top):
+    w, wc = g("mr.%s_gbps" % rk(wkey, r)), g("mr.%s_cores" % rk(wkey, r))
+    tcp = paired(tcpkey + "%s.bps", wkey, pair, r)
+    tcpc = paired(tcpkey + "%s.cores", wkey, pair, r)
+    into["write_vs_memif" + sfx] = ratio(w * 1e9 / 8 if w else None,
+                                         paired("memif.Bps_%d%%s" % frame, wkey, pair, r))
+    into["write_vs_tcp" + sfx] = ratio(w * 1e9 if w else None, tcp)
+    into["write_per_core_vs_tcp" + sfx] = (ratio(w * 1e9 / wc, tcp / tcpc)
+                                           if w and wc and tcp and tcpc else None)
 bw_ratios("_busy", "write_bw_65536_mtu4096_busy", 4154, "tcpj")
 bw_ratios("_1024", "write_bw_65536", 1082, "tcp")
 r16 = g("mr.write_rate_8_q16_mpps")
-top["rate_vs_memif"] = ratio(r16 * 1e6 if r16 else None, paired("memif.pps_82%s", "write_rate_8_q16"))
-# The same per engine core (the must-show's wording): messages/s per core the two engines used
-# against frames/s per core the two memif pollers used. The apps' CPU is not in it (app a
-# shares CPU b with engine b; the machine's total is printed beside each run).
-c16, mc = g("mr.write_rate_8_q16_cores"), paired("memif.cores_82%s", "write_rate_8_q16")
-mp = paired("memif.pps_82%s", "write_rate_8_q16")
-top["rate_per_core_vs_memif"] = (ratio(r16 * 1e6 / c16, mp / mc)
-                                 if r16 and c16 and mc and mp else None)
+# 8 B WRITEs at 16 QPs against memif's 82-byte frames; rate_per_core_vs_memif the same per
+# engine core (the must-show's wording): messages/s per core the two engines used against
+# frames/s per core the two memif pollers used. The apps' CPU is not in it (app a shares CPU b
+# with engine b; the machine's total is printed beside each run).
+def rate_ratios(r, into):
+    x, c = g("mr.%s_mpps" % rk("write_rate_8_q16", r)), g("mr.%s_cores" % rk("write_rate_8_q16", r))
+    mp = paired("memif.pps_82%s", "write_rate_8_q16", r=r)
+    mc = paired("memif.cores_82%s", "write_rate_8_q16", r=r)
+    into["rate_vs_memif"] = ratio(x * 1e6 if x else None, mp)
+    into["rate_per_core_vs_memif"] = ratio(x * 1e6 / c, mp / mc) if x and c and mc and mp else None
 # perftest's (and mrperf's) ping-pong latency is half a round trip (RTT / 2 per sample):
 # doubled, it is compared with memif_pingpong's full round trip.
 def rtt(k):
     x = g(k)
     return 2 * x if x is not None else None
-top["latency_vs_memif"] = ratio(rtt("mr.write_lat_8_embed_p50_us"),
-                                paired("memif.rtt_p50_us%s", "write_lat_8_embed"))
-# The same against a ping-pong whose two ends warm their transmit ring as metaroced does
-# (drivers/dpdk/memif_warm.h): what the ratio is once the PMD gets that help too.
-top["latency_vs_memif_warm"] = ratio(rtt("mr.write_lat_8_embed_p50_us"),
-                                     paired("memif.rtt_warm_p50_us%s", "write_lat_8_embed"))
+# latency_vs_memif_warm: the same against a ping-pong whose two ends warm their transmit ring
+# as metaroced does (drivers/dpdk/memif_warm.h): the ratio once the PMD gets that help too.
+def lat_ratios(r, into):
+    x = rtt("mr.%s_p50_us" % rk("write_lat_8_embed", r))
+    into["latency_vs_memif"] = ratio(x, paired("memif.rtt_p50_us%s", "write_lat_8_embed", r=r))
+    into["latency_vs_memif_warm"] = ratio(x, paired("memif.rtt_warm_p50_us%s", "write_lat_8_embed",
+                                                    r=r))
 # Full runs: the same engine with [port] tx_warm = false, right after (session 26's A/B).
 top["latency_nowarm_vs_memif"] = ratio(rtt("mr.write_lat_8_embed_nowarm_p50_us"),
                                        paired("memif.rtt_p50_us%s", "write_lat_8_embed"))
@@ -810,16 +843,39 @@ if top["latency_nowarm_vs_memif"] is None and quick:
     why["latency_nowarm_vs_memif"] = "not run with --quick"
 top["latency_send_vs_memif"] = ratio(rtt("mr.send_lat_8_embed_p50_us"), g("memif.rtt_p50_us"))
 top["latency_daemon_vs_memif"] = ratio(rtt("mr.write_lat_8_p50_us"), g("memif.rtt_p50_us"))
-re16 = g("mr.write_rate_8_q16_embed_mpps")
-top["rate_embed_vs_memif"] = ratio(re16 * 1e6 if re16 else None,
-                                   paired("memif.pps_82%s", "write_rate_8_q16_embed"))
+def embed_rate_ratios(r, into):
+    x = g("mr.%s_mpps" % rk("write_rate_8_q16_embed", r))
+    into["rate_embed_vs_memif"] = ratio(x * 1e6 if x else None,
+                                        paired("memif.pps_82%s", "write_rate_8_q16_embed", r=r))
 top["latency_send_events_vs_memif"] = ratio(rtt("mr.send_lat_8_p50_us"), g("memif.rtt_p50_us"))
 # The same against the section-2/4 baselines, measured minutes before (as until 2026-12-04).
 bw_ratios("_unpaired", "write_bw_65536_mtu4096", 4154, "tcpj", pair=False)
 top["rate_vs_memif_unpaired"] = ratio(r16 * 1e6 if r16 else None, g("memif.pps_82"))
 top["latency_vs_memif_unpaired"] = ratio(rtt("mr.write_lat_8_embed_p50_us"), g("memif.rtt_p50_us"))
 r1, r64 = g("mr.write_rate_8_q1_mpps"), g("mr.write_rate_8_q64_mpps")
-top["qp_scaling"] = ratio(g("mr.write_rate_8_s1024_mpps"), g("mr.write_rate_8_q1_mpps"))
+# Rounds (full runs; bench.rounds): every paired headline run was measured again between
+# fresh baselines, and the 1- and 1024-QP rates once more each, in turn. Each round's ratios
+# are formed within the round; the headline is their median (a flip of the host's state then
+# moves one round, not the figure), and every round is in "rounds".
+def scaling_ratios(r, into):
+    into["qp_scaling"] = ratio(g("mr.%s_mpps" % rk("write_rate_8_s1024", r)),
+                               g("mr.%s_mpps" % rk("write_rate_8_q1", r)))
+nrounds = int(g("bench.rounds") or 1)
+per_round = []
+for r in range(1, nrounds + 1):
+    d = {}
+    bw_ratios("", "write_bw_65536_mtu4096", 4154, "tcpj", r=r, into=d)
+    rate_ratios(r, d)
+    lat_ratios(r, d)
+    embed_rate_ratios(r, d)
+    scaling_ratios(r, d)
+    per_round.append(d)
+top_rounds = {}
+for k in per_round[0]:
+    xs = [d[k] for d in per_round if d[k] is not None]
+    top[k] = round(statistics.median(xs), 3) if xs else None
+    if nrounds > 1:
+        top_rounds[k] = [d[k] for d in per_round]
 if top["qp_scaling"] is None:
     why["qp_scaling"] = "the 1-QP or the 1024-QP (-t 16 -r 1) run failed (see notes)"
 top["qp_scaling_64"] = ratio(r64, r1)
@@ -845,6 +901,7 @@ for k, src in (("write_vs_memif", "write_bw/memif"), ("write_vs_tcp", "write_bw/
     if top[k] is None and k not in why:
         why[k] = "an input was not measured (%s): see notes" % src
 out_j = dict(top)
+out_j["rounds"] = top_rounds
 out_j["why_null"] = {k: w_ for k, w_ in why.items() if out_j.get(k) is None}
 out_j["figures"] = v
 out_j["notes"] = notes
@@ -885,7 +942,9 @@ for k in ("icrc_vs_memcpy", "icrc_vs_rte_net_crc", "icrc_vs_rte_net_crc_default"
           "latency_daemon_vs_memif", "latency_send_events_vs_memif", "write_vs_memif_unpaired",
           "write_vs_tcp_unpaired", "write_per_core_vs_tcp_unpaired",
           "rate_vs_memif_unpaired", "latency_vs_memif_unpaired", "qp_scaling", "qp_scaling_64"):
-    print("%-26s %s%s" % (k, top[k], "" if top[k] is not None else "   (" + why.get(k, "?") + ")"))
+    print("%-26s %s%s%s" % (k, top[k], "" if top[k] is not None else "   (" + why.get(k, "?") + ")",
+                            "" if k not in top_rounds else
+                            "   (median of rounds: %s)" % " ".join(str(x) for x in top_rounds[k])))
 for k, n in notes.items():
     print("note %s: %s" % (k, n))
 if out:
