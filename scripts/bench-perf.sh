@@ -907,6 +907,7 @@ out_j["figures"] = v
 out_j["notes"] = notes
 out_j["quick"] = quick
 out_j["definitions"] = {
+    "rounds": "full runs (bench.rounds, 3; BENCH_ROUNDS): write_vs_memif, write_vs_tcp, write_per_core_vs_tcp, rate_vs_memif, rate_per_core_vs_memif, latency_vs_memif(_warm), rate_embed_vs_memif and qp_scaling are the median of that many rounds, each run between its own baselines (round r's before is round r-1's after) and the 1- and 1024-QP rates measured in turn; each round's value is listed here (since session 27; until then one round)",
     "icrc_*": "median over 1024/1518/2048/4096-byte frames of ICRC bytes/s / baseline bytes/s, one core, CPU time",
     "clmul_bound_vs_memcpy": "the same median of the multiplier's bound for a whole CRC (every 64 bytes, the padded last block too, multiplied once by two VPCLMULQDQ into independent accumulators, no reduction: the products any carry-less-multiply CRC makes) / memcpy's: the most icrc_vs_memcpy could read on this core (session 27)",
     "icrc_vs_clmul_bound": "the same median of ICRC bytes/s / that bound's: the share of the multiplier's peak the ICRC reaches (the rest is its per-call head and reduction)",
