@@ -28,6 +28,8 @@
 #             records `perf record -a -g` over each metaroce client run into the work directory
 #             (KEY.perf.data; implies --keep), to read where each CPU went;
 #             BENCH_TX_WARM=false runs every metaroce engine with [port] tx_warm = false
+#             BENCH_ROUNDS=N (1-9): each headline ratio measured in N rounds, each between its
+#             own baselines, and reported as their median (default 3, --quick 1)
 # Needs root (namespaces), Debian packages dpdk-dev (dpdk-testpmd), iperf3, sockperf (installed
 # if missing, as scripts/lib/deps.sh does).
 set -u
@@ -43,7 +45,7 @@ while [ $# -gt 0 ]; do
 	--build) bdir=$(cd "$2" && pwd); shift 2 ;;
 	--keep) keep=1; shift ;;
 	--only) only=$2; shift 2 ;;
-	-h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,34p' "$0"; exit 0 ;;
 	*) echo "bench-perf: unknown argument $1" >&2; exit 2 ;;
 	esac
 done

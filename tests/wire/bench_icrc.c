@@ -157,7 +157,7 @@ __attribute__((target("vpclmulqdq,avx512f"), noinline)) static uint32_t mul_boun
 	}
 	for (; o + 64 <= len; o += 64)
 		MUL(a1, p + o);
-	if (o < len) /* the partial last block: its 64 bytes ending at len */
+	if (o < len && len >= 64) /* the partial last block: its 64 bytes ending at len */
 		MUL(a2, p + len - 64);
 #undef MUL
 	a0 = _mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3));
